@@ -1,0 +1,33 @@
+# Host code: IEEE arithmetic exactly as written. No contraction of a*b+c into an fma, no fast
+# math, so that every rounding in the emulator is the one the contract names.
+function(boundary_host_flags target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+                              -ffp-contract=off -fno-fast-math -fno-finite-math-only>)
+  if(BOUNDARY_SANITIZE)
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer>)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# Device code: each contract operation is pinned with an intrinsic or inline PTX; -fmad=false
+# also keeps nvcc from contracting anything that was left unpinned by mistake.
+function(boundary_cuda_flags target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-fmad=false -ftz=false -prec-div=true -prec-sqrt=true
+                               -Xcompiler=-ffp-contract=off>)
+endfunction()
+
+# A doctest executable registered with ctest. LABELS: cpu or gpu. A gpu test exits 77 where
+# no device exists, which ctest reports as skipped.
+function(boundary_add_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} doctest::doctest)
+  target_compile_definitions(${name} PRIVATE
+    BOUNDARY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  boundary_host_flags(${name})
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" SKIP_RETURN_CODE 77)
+endfunction()
