@@ -27,7 +27,7 @@ namespace {
 
 // Every FP32 NaN: sign s, exponent 0xFF, mantissa 1 .. 2^23 - 1.
 __device__ std::uint32_t f32_nan(std::uint32_t n) {
-  return ((n >> 23) << 31) | 0x7F800000u | ((n & 0x7FFFFFu) + 1u);
+  return ((n / 0x7FFFFFu) << 31) | 0x7F800000u | (n % 0x7FFFFFu + 1u);
 }
 constexpr std::uint32_t kF32Nans = 2u * 0x7FFFFFu;
 
