@@ -1,0 +1,14 @@
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DGENERATOR=... -P TestInstall.cmake
+set(scratch "${BUILD_DIR}/install-test")
+file(REMOVE_RECURSE "${scratch}")
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
+  endif()
+endfunction()
+run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${scratch}/prefix")
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/reference/tests/consumer" -B "${scratch}/build" -G "${GENERATOR}"
+    "-DCMAKE_PREFIX_PATH=${scratch}/prefix")
+run(${CMAKE_COMMAND} --build "${scratch}/build")
+run("${scratch}/build/consumer")

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The one script for the device machine (a GPU): builds everything, runs every test (CPU and
+# GPU), the hardware checks and the benchmarks, and leaves the logs in $OUT (or the first
+# argument). Called through the device tool from the repository root, carrying .debs:
+#   bash verify/device.sh
+# Each step's log is kept; a failing step does not stop the later ones, and the exit code is
+# the number of failed steps (0: everything passed).
+set -uo pipefail
+out=${1:-${OUT:?set OUT or pass a log directory}}
+mkdir -p "$out"
+jobs=$(nproc)
+failed=0
+step() {  # step NAME COMMAND...: runs COMMAND, output to $out/NAME.log and the console
+  local name=$1; shift
+  echo "== $name: $*"
+  local start=$SECONDS
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$out/$name.log"
+  echo "== $name: exit $rc, $((SECONDS - start)) s"
+  [ $rc -eq 0 ] || failed=$((failed + 1))
+}
+
+if [ -d .debs ]; then  # the header-only dependencies, carried as Debian packages
+  for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+fi
+nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt" 2>&1
+cat "$out/gpu.txt"
+
+step configure cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr
+step build cmake --build build-device -j "$jobs"
+step ctest ctest --test-dir build-device --output-on-failure -j 4
+step nan_probe build-device/reference/boundary_nan_probe
+step emulator_vs_hardware build-device/reference/boundary_emulator_vs_hardware
+step emulator_bench build-device/reference/boundary_emulator_bench --rows 4000
+step sass bash -c 'cuobjdump -sass build-device/reference/boundary_emulator_vs_hardware | grep -oE "(MUFU\.[A-Z0-9]+|F2F[A-Z0-9.]*|FFMA|FMUL|FADD)" | sort | uniq -c'
+echo "failed steps: $failed"
+exit "$failed"

@@ -1,0 +1,43 @@
+// The boundary-verify command line: each subcommand an options struct, a setup_* that declares
+// it on a CLI11 app, and a run_* that does the work from the struct alone (testable without
+// argv) and returns its result as JSON data; main() formats it last.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace boundary::cli {
+
+// Exit codes, documented in the README.
+enum ExitCode : int {
+  kSuccess = 0,
+  kMismatch = 1,       // bits differ (the gate and replay)
+  kUsageOrInput = 2,   // bad arguments, constants, or input files; nothing written
+  kCudaFailure = 3,
+  kNoDevice = 77,      // GPU checks asked for, no device
+  kInternal = 70,      // a bug of this tool (EX_SOFTWARE)
+};
+
+struct EmulateOptions {
+  std::filesystem::path constants;
+  std::optional<std::filesystem::path> inputs;
+  std::optional<std::int64_t> generate_rows;
+  std::uint64_t seed = 1;
+  std::string stream_dtype = "f32";  // for --generate
+  std::filesystem::path output;
+  bool no_store_stream = false;
+  bool intermediates = false;
+  unsigned threads = 0;              // 0: every host core
+};
+
+CLI::App* setup_emulate(CLI::App& app, EmulateOptions& options);
+// Throws InputError for bad input; writes options.output only when everything succeeded.
+nlohmann::json run_emulate(const EmulateOptions& options);
+std::string format_emulate(const nlohmann::json& summary);
+
+}  // namespace boundary::cli

@@ -1,0 +1,38 @@
+// boundary-verify: the toolkit's command line. Errors go to stderr with the exit codes of
+// boundary::cli::ExitCode; results to stdout.
+#include <boundary/cli.hpp>
+#include <boundary/types.hpp>
+#include <boundary/version.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+int main(int argc, char** argv) {
+  using namespace boundary::cli;
+  CLI::App app{"boundary-verify: bit-exact reference and verification of the DSpark residual boundary"};
+  app.set_version_flag("--version", std::string("boundary-verify ") + boundary::kVersion + "\n");
+  app.require_subcommand(1);
+  bool json = false;
+  app.add_flag("--json", json, "Print results as JSON instead of text");
+  EmulateOptions emulate;
+  CLI::App* emulate_cmd = setup_emulate(app, emulate);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kSuccess : kUsageOrInput;
+  }
+  try {
+    if (emulate_cmd->parsed()) {
+      const auto summary = run_emulate(emulate);
+      std::cout << (json ? summary.dump(2) + "\n" : format_emulate(summary));
+    }
+    return kSuccess;
+  } catch (const boundary::InputError& e) {
+    std::cerr << "boundary-verify: error: " << e.what() << "\n";
+    return kUsageOrInput;
+  } catch (const std::exception& e) {
+    std::cerr << "boundary-verify: internal error: " << e.what() << "\n";
+    return kInternal;
+  }
+}

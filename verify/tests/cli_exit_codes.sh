@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The boundary-verify executable's exit codes and messages (README: exit codes).
+#   cli_exit_codes.sh BOUNDARY_VERIFY SOURCE_DIR
+set -u
+bin=$1 src=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+expect() {  # expect CODE WORDS -- ARGS...: exit code and a phrase of stderr/stdout
+  local code=$1 words=$2; shift 3
+  "$bin" "$@" > "$dir/stdout" 2> "$dir/stderr"
+  local rc=$?
+  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$words" "$dir/stdout" "$dir/stderr"; then
+    echo "FAIL: boundary-verify $* -> exit $rc (expected $code), output:"; cat "$dir/stdout" "$dir/stderr"
+    failures=$((failures + 1))
+  else
+    echo "ok: exit $rc: boundary-verify $*"
+  fi
+}
+ffn=$src/fixtures/constants/muse-spark-post-ffn.json
+expect 0 "boundary-verify " -- --version
+expect 0 "emulate" -- --help
+expect 2 "subcommand" --
+expect 2 "--constants" -- emulate --generate 2 --output "$dir/a.safetensors"
+expect 2 "cannot open" -- emulate --constants "$dir/missing.json" --generate 2 --output "$dir/a.safetensors"
+expect 2 "excludes" -- emulate --constants "$ffn" --generate 2 --inputs "$dir/x" --output "$dir/a.safetensors"
+expect 2 "give --inputs" -- emulate --constants "$ffn" --output "$dir/a.safetensors"
+expect 2 "$dir/nothing.safetensors" -- emulate --constants "$ffn" --inputs "$dir/nothing.safetensors" --output "$dir/a.safetensors"
+[ -e "$dir/a.safetensors" ] && { echo "FAIL: an output file was left behind"; failures=$((failures + 1)); }
+expect 0 "wrote" -- emulate --constants "$ffn" --generate 3 --seed 2 --output "$dir/a.safetensors"
+expect 0 "\"rows\": 3" -- --json emulate --constants "$ffn" --inputs "$dir/a.safetensors" --output "$dir/b.safetensors"
+echo "$((11 - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]
