@@ -1,0 +1,104 @@
+// The per-fragment arithmetic of the boundary (contract sections 3 and 5), shared by the
+// stock norm kernel, the fused DraftBoundary kernel (and the fused all-reduce boundary to come):
+// only where the fragments come from and how a row sum is completed differ between kernels.
+#pragma once
+
+#include <boundary/device/norm_args.hpp>
+#include <boundary/device/primitives.cuh>
+#include <boundary/device/row_sum.cuh>
+
+#include <cstdint>
+
+namespace boundary::dev {
+
+__device__ __forceinline__ std::uint32_t lo16(std::uint32_t w) { return w & 0xFFFFu; }
+__device__ __forceinline__ std::uint32_t hi16(std::uint32_t w) { return w >> 16; }
+
+// 8 BF16 values (one 16-byte load) as FP32, exactly.
+__device__ __forceinline__ void unpack_bf16x8(const uint4& raw, float (&v)[kVec]) {
+  const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = __uint_as_float(w[i] << 16);
+    v[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+  }
+}
+
+// 8 FP32 values to BF16, round to nearest even, packed for one 16-byte store.
+__device__ __forceinline__ uint4 pack_bf16x8(const float (&v)[kVec]) {
+  return make_uint4(f32x2_to_bf16x2_rn(v[1], v[0]), f32x2_to_bf16x2_rn(v[3], v[2]),
+                    f32x2_to_bf16x2_rn(v[5], v[4]), f32x2_to_bf16x2_rn(v[7], v[6]));
+}
+
+// Round to BF16 and back: y_b and z of the contract.
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16_rn(x)); }
+
+// gamma = weight + g in the weight's own dtype (contract section 3) for the 8 columns at
+// column; 1-byte-free 16/32-byte loads of the weight.
+__device__ __forceinline__ void load_gamma(const NormArgs& n, int column, float (&g)[kVec]) {
+  if (n.kind == WeightKind::fp32) {
+    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(n.weight) + column);
+    const float4 a = __ldg(p), b = __ldg(p + 1);
+    const float w[kVec] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) g[i] = add_rn(w[i], n.gain);
+    return;
+  }
+  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(n.weight) + column));
+  const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    const auto h = static_cast<std::uint16_t>(i % 2 ? hi16(w[i / 2]) : lo16(w[i / 2]));
+    if (n.kind == WeightKind::bf16) g[i] = round_bf16(add_rn(bf16_to_f32(h), n.gain));
+    else g[i] = f16_to_f32(f32_to_f16_rn(add_rn(f16_to_f32(h), n.gain)));
+  }
+}
+
+__device__ __forceinline__ bool has_weight(const NormArgs& n) { return n.kind != WeightKind::none; }
+
+// x' = gamma * x with an input scale.
+template <int kFragments>
+__device__ __forceinline__ void scale_input(const NormArgs& n, const float (&g)[kFragments][kVec],
+                                            float (&x)[kFragments][kVec]) {
+  if (!has_weight(n) || !n.input_scale) return;
+#pragma unroll
+  for (int k = 0; k < kFragments; ++k)
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) x[k][i] = mul_rn(g[k][i], x[k][i]);
+}
+
+// y = x' * r, then * gamma when the weight is applied after the norm.
+template <int kFragments>
+__device__ __forceinline__ void normalize(const NormArgs& n, const float (&g)[kFragments][kVec], float r,
+                                          float (&x)[kFragments][kVec]) {
+  const bool after = has_weight(n) && !n.input_scale;
+#pragma unroll
+  for (int k = 0; k < kFragments; ++k)
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      x[k][i] = mul_rn(x[k][i], r);
+      if (after) x[k][i] = mul_rn(x[k][i], g[k][i]);
+    }
+}
+
+// One whole norm of a thread's fragments: scale, row sum (completed by RowSum, which turns a
+// thread's partial into the row's S), normalize. Leaves y in x.
+template <int kFragments, class RowSum>
+__device__ __forceinline__ void norm_fragments(const NormArgs& n, const float (&g)[kFragments][kVec],
+                                               float (&x)[kFragments][kVec], RowSum row_sum) {
+  scale_input(n, g, x);
+  const float s = row_sum(thread_sum(x, n.fma_squares));
+  normalize(n, g, norm_factor(s, n.eps), x);
+}
+
+// The connection: res = alpha * s + beta * y_b, each product rounded.
+__device__ __forceinline__ float connection(float alpha, float s, float beta, float y_b) {
+  return add_rn(mul_rn(alpha, s), mul_rn(beta, y_b));
+}
+
+// Programmatic dependent launch: wait for the previous grid's results, then let the next grid
+// start its prologue.
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+
+}  // namespace boundary::dev

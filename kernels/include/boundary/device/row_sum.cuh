@@ -1,0 +1,60 @@
+// The contract's summation tree (section 4) on the device, in named layers shared by every
+// kernel: thread (chunk pairs of one fragment, fragments in order), warp (the xor butterfly),
+// CTA (warp totals added in warp order). Its emulator twin is boundary::ref::row_sum.
+#pragma once
+
+#include <boundary/device/primitives.cuh>
+#include <boundary/types.hpp>
+
+namespace boundary::dev {
+
+__device__ __forceinline__ float square_acc(float s, float a, bool fma_squares) {
+  return fma_squares ? fma_rn(a, a, s) : add_rn(s, mul_rn(a, a));
+}
+
+// Thread layer: chunk_pair of one 8-column fragment, even and odd elements in two chains.
+__device__ __forceinline__ float chunk_pair(const float (&v)[kVec], bool fma_squares) {
+  float e = mul_rn(v[0], v[0]);
+  float o = mul_rn(v[1], v[1]);
+#pragma unroll
+  for (int j = 1; j < kVec / 2; ++j) {
+    e = square_acc(e, v[2 * j], fma_squares);
+    o = square_acc(o, v[2 * j + 1], fma_squares);
+  }
+  return add_rn(e, o);
+}
+
+// Thread layer: the thread's fragments added in fragment order.
+template <int kFragments>
+__device__ __forceinline__ float thread_sum(const float (&v)[kFragments][kVec], bool fma_squares) {
+  float s = chunk_pair(v[0], fma_squares);
+#pragma unroll
+  for (int k = 1; k < kFragments; ++k) s = add_rn(s, chunk_pair(v[k], fma_squares));
+  return s;
+}
+
+// Warp layer: u = u + u[lane ^ d] for d = 16, 8, 4, 2, 1; every lane ends with the same bits.
+__device__ __forceinline__ float warp_butterfly_sum(float u) {
+#pragma unroll
+  for (int d = 16; d >= 1; d /= 2) u = add_rn(u, __shfl_xor_sync(0xFFFFFFFFu, u, d));
+  return u;
+}
+
+// CTA layer: S = W[0] + W[1] + ... + W[7], in warp order. scratch: 8 floats of shared memory
+// used by this sum alone (one barrier, no reuse).
+__device__ __forceinline__ float cta_row_sum(float thread_total, float* scratch) {
+  const float w = warp_butterfly_sum(thread_total);
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = w;
+  __syncthreads();
+  float s = scratch[0];
+#pragma unroll
+  for (int i = 1; i < kWarps; ++i) s = add_rn(s, scratch[i]);
+  return s;
+}
+
+// rsqrt(fma(S, 2^-13, eps)).
+__device__ __forceinline__ float norm_factor(float row_sum, float eps) {
+  return rsqrt_approx_ftz_f32(fma_rn(row_sum, 0x1p-13f, eps));
+}
+
+}  // namespace boundary::dev

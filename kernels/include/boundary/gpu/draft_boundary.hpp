@@ -1,0 +1,140 @@
+// The GPU boundary's host API: the stock eager chain (contract section 6) and the fused
+// DraftBoundary kernel, built once from constants and device operands, checked once, then
+// launched on the caller's CUDA stream.
+//
+//   boundary::gpu::DraftBoundary fused(constants, operands);    // checks operands once
+//   fused.prepare(variant);                                      // before CUDA graph capture
+//   fused.run(branch, stream, outputs, cuda_stream);             // checks, then launches
+//   fused.launch(branch, stream, outputs, cuda_stream);          // launches, no checks
+#pragma once
+
+#include <boundary/types.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace boundary::gpu {
+
+// A CUDA call failed: the message names the call and CUDA's error. Tools map it to exit code 3.
+class CudaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Dtype : std::uint8_t { bf16, f16, f32 };
+const char* dtype_name(Dtype);
+
+// A view of dense row-major device memory.
+struct TensorView {
+  void* data = nullptr;
+  Dtype dtype = Dtype::f32;
+  std::vector<std::int64_t> shape;
+};
+
+// alpha, beta: F32 [8192], 32-byte aligned. Weights: [8192] in the norm's dtype, 16-byte
+// aligned (BF16/FP16) or 32-byte (FP32), present exactly when the constants give that norm a
+// weight.
+struct Operands {
+  TensorView alpha, beta;
+  std::optional<TensorView> post_weight, pre_weight;
+};
+
+// out: BF16 [m, 8192]. new_stream: F32 [m, 8192], or data == nullptr: the stream is not stored.
+struct Outputs {
+  TensorView out;
+  TensorView new_stream;
+};
+
+// Everything that selects a compiled kernel or a launch configuration. late_gates: gates and
+// weights are loaded after the PDL wait (chosen when m exceeds the SM count).
+struct Variant {
+  StreamDtype stream = StreamDtype::f32;
+  bool store_stream = true;
+  bool late_gates = false;
+  bool pdl = true;
+};
+
+// Device memory owned by the caller of run(branch, stream, cuda_stream).
+struct OwnedOutputs {
+  OwnedOutputs() = default;
+  OwnedOutputs(OwnedOutputs&&) noexcept;
+  OwnedOutputs& operator=(OwnedOutputs&&) noexcept;
+  OwnedOutputs(const OwnedOutputs&) = delete;
+  OwnedOutputs& operator=(const OwnedOutputs&) = delete;
+  ~OwnedOutputs();
+  Outputs views;
+};
+
+// What both implementations share: the checked constants and operands.
+class BoundaryBase {
+ public:
+  // Throws InputError naming the operand: missing, wrong shape [8192], dtype or alignment,
+  // a weight the constants do not expect. Throws CudaError if there is no device.
+  BoundaryBase(const Constants& constants, const Operands& operands);
+
+  // Whether this boundary can take these inputs: branch BF16 [m, 8192] (m >= 1), stream F32 or
+  // BF16 of its shape, both 16-byte aligned device memory.
+  bool takes(const TensorView& branch, const TensorView& stream) const;
+  // The same, throwing InputError that names the tensor and what was expected; outputs too.
+  void check(const TensorView& branch, const TensorView& stream, const Outputs& outputs) const;
+
+  // The variant a launch of m rows uses: late gates when m exceeds the device's SM count.
+  Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
+  int sm_count() const { return sm_count_; }
+  const Constants& constants() const { return constants_; }
+
+ protected:
+  Constants constants_;
+  Operands operands_;
+  int device_ = 0;
+  int sm_count_ = 0;
+};
+
+class DraftBoundary : public BoundaryBase {
+ public:
+  using BoundaryBase::BoundaryBase;
+
+  // Readies a variant (kernel attributes) so that it can be launched inside a CUDA graph
+  // capture. Refused with InputError while `stream` (or the thread, in global mode) captures.
+  void prepare(const Variant& variant, cudaStream_t stream = nullptr);
+
+  void run(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
+           cudaStream_t cuda_stream, std::optional<Variant> variant = std::nullopt);
+  OwnedOutputs run(const TensorView& branch, const TensorView& stream, cudaStream_t cuda_stream,
+                   bool store_stream = true);
+  // No checks: the caller guarantees what run() checks. variant defaults to variant_for(m, ...).
+  void launch(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
+              cudaStream_t cuda_stream, std::optional<Variant> variant = std::nullopt);
+};
+
+// The stock eager chain (contract section 6): the single-tile norm kernel on the branch, the
+// connection kernel, the norm kernel on z. Scratch buffers (y_b, z) grow with m and are kept.
+class EagerChain : public BoundaryBase {
+ public:
+  using BoundaryBase::BoundaryBase;
+  EagerChain(const EagerChain&) = delete;
+  EagerChain& operator=(const EagerChain&) = delete;
+  ~EagerChain();
+
+  // Allocates scratch for m rows ahead of a CUDA graph capture; refused during one.
+  void prepare(std::int64_t max_rows, cudaStream_t stream = nullptr);
+  void run(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
+           cudaStream_t cuda_stream);
+  void launch(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
+              cudaStream_t cuda_stream);
+
+ private:
+  void* y_b_ = nullptr;
+  void* z_ = nullptr;
+  std::int64_t scratch_rows_ = 0;
+};
+
+// Whether a CUDA device is present (tests skip, tools exit 77, without one).
+bool device_available();
+
+}  // namespace boundary::gpu

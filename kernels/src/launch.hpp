@@ -1,0 +1,36 @@
+// Kernel parameters and launchers shared by the host API (src/draft_boundary.cpp) and the .cu
+// files that define the kernels.
+#pragma once
+
+#include <boundary/device/norm_args.hpp>
+#include <boundary/gpu/draft_boundary.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace boundary::gpu::detail {
+
+struct BoundaryParams {
+  const std::uint16_t* branch;
+  const void* stream;
+  std::uint16_t* out;
+  float* new_stream;  // nullptr: not stored
+  const float* alpha;
+  const float* beta;
+  dev::NormArgs post, pre;
+  bool late_gates;
+};
+
+// Fused DraftBoundary: one CTA of 256 threads per row, m rows.
+cudaError_t launch_draft_boundary(const BoundaryParams& p, std::int64_t m, const Variant& v, cudaStream_t s);
+cudaError_t prepare_draft_boundary(const Variant& v);
+
+// The eager chain's kernels.
+cudaError_t launch_norm(const std::uint16_t* in, std::uint16_t* out, const dev::NormArgs& n, std::int64_t m,
+                        cudaStream_t s);
+cudaError_t launch_connection(const BoundaryParams& p, const std::uint16_t* y_b, std::uint16_t* z, std::int64_t m,
+                              StreamDtype stream_dtype, cudaStream_t s);
+cudaError_t prepare_eager();
+
+}  // namespace boundary::gpu::detail
