@@ -29,10 +29,12 @@ cat "$out/gpu.txt"
 
 step configure cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr
 step build cmake --build build-device -j "$jobs"
-step ctest ctest --test-dir build-device --output-on-failure -j 4
+step cpu_tests ctest --test-dir build-device -L cpu --output-on-failure -j 8
+step gpu_tests ctest --test-dir build-device -L gpu --output-on-failure -V
 step nan_probe build-device/reference/boundary_nan_probe
 step emulator_vs_hardware build-device/reference/boundary_emulator_vs_hardware
 step emulator_bench build-device/reference/boundary_emulator_bench --rows 4000
-step sass bash -c 'cuobjdump -sass build-device/reference/boundary_emulator_vs_hardware | grep -oE "(MUFU\.[A-Z0-9]+|F2F[A-Z0-9.]*|FFMA|FMUL|FADD)" | sort | uniq -c'
+step gpu_bench build-device/kernels/bench/boundary_gpu_bench --json "$out/gpu_bench.json"
+step sass bash -c 'cuobjdump -sass build-device/kernels/libboundary_kernels.a > "$0/kernels.sass" && verify/sass_summary.sh "$0/kernels.sass"' "$out"
 echo "failed steps: $failed"
 exit "$failed"

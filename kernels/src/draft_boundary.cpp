@@ -13,8 +13,25 @@ namespace boundary::gpu {
 namespace {
 
 void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  if (e == cudaSuccess) return;
+  cudaGetLastError();  // a reported error must not resurface in the next launch's check
+  throw CudaError(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
+
+// Sets the object's device for a scope and restores the caller's.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    cuda_check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) cuda_check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
 
 std::string shape_string(const std::vector<std::int64_t>& s) {
   std::ostringstream o;
@@ -108,9 +125,21 @@ void check_tensor(const TensorView& t, const std::string& name, std::initializer
 
 void refuse_during_capture(cudaStream_t stream, const char* what) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cuda_check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
-  if (status != cudaStreamCaptureStatusNone)
+  const cudaError_t e = cudaStreamIsCapturing(stream, &status);
+  // The legacy stream answers "implicit" while a blocking stream captures: a capture too.
+  if (e == cudaErrorStreamCaptureImplicit || (e == cudaSuccess && status != cudaStreamCaptureStatusNone)) {
+    cudaGetLastError();
     throw InputError(std::string(what) + " during a CUDA graph capture: prepare before capturing");
+  }
+  cuda_check(e, "cudaStreamIsCapturing");
+}
+
+void require_device(int device, const char* what) {
+  int current = -1;
+  cuda_check(cudaGetDevice(&current), "cudaGetDevice");
+  if (current != device)
+    throw InputError(std::string(what) + ": the current device is " + std::to_string(current) +
+                     ", the boundary's operands are on device " + std::to_string(device));
 }
 
 }  // namespace
@@ -174,12 +203,13 @@ Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store
 
 void DraftBoundary::prepare(const Variant& variant, cudaStream_t stream) {
   refuse_during_capture(stream, "DraftBoundary::prepare");
-  cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  const DeviceScope scope(device_);
   cuda_check(detail::prepare_draft_boundary(variant), "preparing the DraftBoundary kernel");
 }
 
 void DraftBoundary::run(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
                         cudaStream_t cuda_stream, std::optional<Variant> variant) {
+  require_device(device_, "DraftBoundary::run");
   check(branch, stream, outputs);
   if (variant && (variant->stream != stream_dtype(stream) || variant->store_stream != (outputs.new_stream.data != nullptr)))
     throw InputError("variant does not match the tensors: stream dtype or new_stream storage differs");
@@ -216,7 +246,7 @@ EagerChain::~EagerChain() {
 
 void EagerChain::prepare(std::int64_t max_rows, cudaStream_t stream) {
   refuse_during_capture(stream, "EagerChain::prepare");
-  cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  const DeviceScope scope(device_);
   cuda_check(detail::prepare_eager(), "preparing the eager kernels");
   if (max_rows <= scratch_rows_) return;
   cudaFree(y_b_);
@@ -230,6 +260,7 @@ void EagerChain::prepare(std::int64_t max_rows, cudaStream_t stream) {
 }
 
 void EagerChain::run(const TensorView& branch, const TensorView& stream, const Outputs& outputs, cudaStream_t cuda_stream) {
+  require_device(device_, "EagerChain::run");
   check(branch, stream, outputs);
   if (branch.shape[0] > scratch_rows_) prepare(branch.shape[0], cuda_stream);
   launch(branch, stream, outputs, cuda_stream);
@@ -237,6 +268,10 @@ void EagerChain::run(const TensorView& branch, const TensorView& stream, const O
 
 void EagerChain::launch(const TensorView& branch, const TensorView& stream, const Outputs& outputs, cudaStream_t cuda_stream) {
   const std::int64_t m = branch.shape[0];
+  // The scratch is this object's own memory, not the caller's guarantee: never write past it.
+  if (m > scratch_rows_)
+    throw InputError("EagerChain::launch: " + std::to_string(m) + " rows, but scratch was prepared for " +
+                     std::to_string(scratch_rows_) + ": call prepare(" + std::to_string(m) + ") first");
   const detail::BoundaryParams p = params(constants_, operands_, branch, stream, outputs);
   auto* y_b = static_cast<std::uint16_t*>(y_b_);
   auto* z = static_cast<std::uint16_t*>(z_);

@@ -95,7 +95,7 @@ cudaError_t launch_variant(const BoundaryParams& p, std::int64_t m, bool pdl, cu
   config.gridDim = dim3(static_cast<unsigned>(m));
   config.blockDim = dim3(kThreads);
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[1] = {};
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;

@@ -70,7 +70,9 @@ struct OwnedOutputs {
   Outputs views;
 };
 
-// What both implementations share: the checked constants and operands.
+// What both implementations share: the checked constants and operands. The operands are views
+// (not owned) and must outlive the object. With early gates (m <= SM count) they are read before
+// the PDL wait: a kernel just before the boundary must not write them.
 class BoundaryBase {
  public:
   // Throws InputError naming the operand: missing, wrong shape [8192], dtype or alignment,
@@ -99,15 +101,18 @@ class DraftBoundary : public BoundaryBase {
  public:
   using BoundaryBase::BoundaryBase;
 
-  // Readies a variant (kernel attributes) so that it can be launched inside a CUDA graph
-  // capture. Refused with InputError while `stream` (or the thread, in global mode) captures.
+  // Readies a variant (loads its kernel) so that it can be launched inside a CUDA graph
+  // capture. Refused with InputError while `stream` captures, or any blocking stream (seen
+  // through the legacy default stream). Pass the stream you capture on: a capture on another
+  // non-blocking stream cannot be seen from here.
   void prepare(const Variant& variant, cudaStream_t stream = nullptr);
 
   void run(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
            cudaStream_t cuda_stream, std::optional<Variant> variant = std::nullopt);
   OwnedOutputs run(const TensorView& branch, const TensorView& stream, cudaStream_t cuda_stream,
                    bool store_stream = true);
-  // No checks: the caller guarantees what run() checks. variant defaults to variant_for(m, ...).
+  // No checks: the caller guarantees what run() checks, on the device the object was built on.
+  // variant defaults to variant_for(m, ...).
   void launch(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
               cudaStream_t cuda_stream, std::optional<Variant> variant = std::nullopt);
 };
@@ -121,10 +126,12 @@ class EagerChain : public BoundaryBase {
   EagerChain& operator=(const EagerChain&) = delete;
   ~EagerChain();
 
-  // Allocates scratch for m rows ahead of a CUDA graph capture; refused during one.
+  // Allocates scratch for m rows ahead of a CUDA graph capture; refused during one, as
+  // DraftBoundary::prepare.
   void prepare(std::int64_t max_rows, cudaStream_t stream = nullptr);
   void run(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
            cudaStream_t cuda_stream);
+  // No checks but one: m must not exceed the rows prepared (its own scratch).
   void launch(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
               cudaStream_t cuda_stream);
 

@@ -1,0 +1,724 @@
+// boundary_gpu_bench: how close the fused DraftBoundary kernel comes to its two floors, one empty
+// launch per boundary (decode: m up to the SM count, the data L2-resident) and the device's copy
+// bandwidth (prefill: large m, the data streamed from HBM), with the eager chain it replaces
+// beside it. Everything is timed as CUDA graph replays, the way a serving engine runs a decode
+// step, so the gaps between launches are the GPU's own and not the host's.
+//
+//   boundary_gpu_bench [--rows 1,8,32,132,1024,8192] [--constants FILE] [--json FILE]
+//
+// Per m it first checks that the fused kernel's out and new_stream equal the eager chain's bit
+// for bit (both stream dtypes), then prints the details of five timings; the summary table, the
+// copy bandwidth and PASS/MISS per target come last on stdout, and --json writes the same.
+//
+// Exit codes: 0 measured (a missed target is a result, not a failure), 1 the fused kernel's bits
+// differ from the eager chain's, 2 bad arguments or constants, 3 a CUDA call failed, 77 no device.
+#include <boundary/cli.hpp>
+#include <boundary/constants_json.hpp>
+#include <boundary/generate.hpp>
+#include <boundary/gpu/draft_boundary.hpp>
+#include <boundary/safetensors.hpp>
+#include <boundary/types.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#ifndef BOUNDARY_SOURCE_DIR
+#define BOUNDARY_SOURCE_DIR "."
+#endif
+
+// The floor of a launch: no loads, no stores, only the grid's start and end.
+__global__ void empty_kernel() {}
+
+namespace {
+
+namespace bg = boundary::gpu;
+namespace st = boundary::safetensors;
+using boundary::kH;
+using boundary::StreamDtype;
+
+// Decode batches stay L2-resident between boundaries (the next layer's stream is this one's
+// output), so only prefill-sized batches are timed from HBM.
+constexpr std::int64_t kRotateFromRows = 1024;
+// Rotated buffer sets are sized so that one replay touches this many L2 capacities: a set
+// written one replay ago is then long evicted when it is read again.
+constexpr double kL2Multiple = 4.0;
+
+constexpr double kLaunchTarget = 1.15;        // fused <= 1.15 x one empty kernel ...
+constexpr std::int64_t kLaunchTargetRows = 132;  // ... for m up to the H200's SM count (one wave)
+constexpr double kCopyTarget = 0.95;          // fused >= 95% of the copy bandwidth ...
+constexpr std::int64_t kCopyTargetRows = 8192;   // ... at the largest prefill batch
+
+// The bits differ between the fused kernel and the eager chain: timing it would be worthless.
+class Mismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void cuda_check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess)
+    throw bg::CudaError(what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+struct Options {
+  std::vector<std::int64_t> rows = {1, 8, 32, 132, 1024, 8192};
+  std::filesystem::path constants =
+      std::filesystem::path(BOUNDARY_SOURCE_DIR) / "fixtures/constants/muse-spark-post-ffn.json";
+  std::optional<std::filesystem::path> json;
+  int launches = 20;   // per graph: amortises the graph's own launch over many boundaries
+  int replays = 50;    // timed replays; the median is reported
+  int warmup = 10;     // untimed replays first: clocks up, module loaded, graph resident
+  std::uint64_t seed = 1;
+  double copy_gib = 2.0;  // source size of the copy-bandwidth reference
+};
+
+void setup_options(CLI::App& app, Options& o) {
+  app.add_option("--rows", o.rows, "Row counts m to measure, comma separated")->delimiter(',')->capture_default_str();
+  app.add_option("--constants", o.constants, "Boundary constants JSON")->capture_default_str();
+  app.add_option("--json", o.json, "Also write the results as JSON to this file");
+  app.add_option("--launches", o.launches, "Boundaries per captured graph")->check(CLI::Range(1, 10000))->capture_default_str();
+  app.add_option("--replays", o.replays, "Timed graph replays")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Untimed graph replays before timing")->check(CLI::Range(0, 100000))->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the realistic inputs")->capture_default_str();
+  app.add_option("--copy-gib", o.copy_gib, "Size of the device-to-device copy reference, GiB")
+      ->check(CLI::Range(0.001, 64.0))->capture_default_str();
+}
+
+void validate(const Options& o) {
+  if (o.rows.empty()) throw boundary::InputError("--rows: give at least one row count");
+  for (std::int64_t m : o.rows)
+    if (m < 1 || m > 1'000'000)
+      throw boundary::InputError("--rows: " + std::to_string(m) + " is not a row count in [1, 1000000]");
+}
+
+// ---------------------------------------------------------------------------------------------
+// CUDA resources that free themselves when an error unwinds the benchmark
+
+struct StreamDeleter {
+  void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
+};
+struct EventDeleter {
+  void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
+};
+struct GraphDeleter {
+  void operator()(cudaGraph_t g) const { cudaGraphDestroy(g); }
+};
+struct GraphExecDeleter {
+  void operator()(cudaGraphExec_t g) const { cudaGraphExecDestroy(g); }
+};
+using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDeleter>;
+using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDeleter>;
+using Graph = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDeleter>;
+using GraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
+
+Stream make_stream() {
+  cudaStream_t s = nullptr;
+  // Non-blocking: legacy default-stream work can neither join the capture nor fence the replays.
+  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return Stream(s);
+}
+
+std::vector<Event> make_events(int n) {
+  std::vector<Event> events;
+  for (int i = 0; i < n; ++i) {
+    cudaEvent_t e = nullptr;
+    cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+    events.emplace_back(e);
+  }
+  return events;
+}
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(std::size_t bytes, const std::string& what) : bytes_(bytes) {
+    cuda_check(cudaMalloc(&data_, bytes), "cudaMalloc(" + what + ", " + std::to_string(bytes) + " bytes)");
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(data_); }
+
+  void* get() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+struct DeviceInfo {
+  std::string name;
+  int sm_count = 0;
+  std::size_t l2_bytes = 0;
+};
+
+DeviceInfo device_info() {
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  cudaDeviceProp p{};
+  cuda_check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  return {p.name, p.multiProcessorCount, static_cast<std::size_t>(p.l2CacheSize)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing: N launches captured as one graph, each replay timed with its own event pair
+
+struct Timing {
+  double median_us = 0;
+  double min_us = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Schedule {
+  int launches, replays, warmup;
+};
+
+// Enqueues launch i of the graph (i picks the buffer set where buffers rotate).
+using Enqueue = std::function<void(int)>;
+
+GraphExec capture(cudaStream_t s, int launches, const Enqueue& enqueue) {
+  // Global mode: any call that is unsafe during a capture, from any thread, fails loudly.
+  cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+  try {
+    for (int i = 0; i < launches; ++i) enqueue(i);
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(s, &broken);  // leave the stream usable; the first error is the one to report
+    if (broken) cudaGraphDestroy(broken);
+    throw;
+  }
+  cudaGraph_t raw = nullptr;
+  cuda_check(cudaStreamEndCapture(s, &raw), "cudaStreamEndCapture");
+  const Graph graph(raw);
+  cudaGraphExec_t exec = nullptr;
+  cuda_check(cudaGraphInstantiate(&exec, graph.get(), 0), "cudaGraphInstantiate");
+  return GraphExec(exec);
+}
+
+// Per-launch microseconds: each replay's time over its launches; median and best replay.
+Timing time_graph(cudaStream_t s, const Schedule& sched, const Enqueue& enqueue, const std::string& what) {
+  const GraphExec exec = capture(s, sched.launches, enqueue);
+  cuda_check(cudaGraphUpload(exec.get(), s), "cudaGraphUpload (" + what + ")");
+  for (int i = 0; i < sched.warmup; ++i) cuda_check(cudaGraphLaunch(exec.get(), s), "cudaGraphLaunch (" + what + ", warm-up)");
+  const std::vector<Event> start = make_events(sched.replays), stop = make_events(sched.replays);
+  for (int r = 0; r < sched.replays; ++r) {
+    cuda_check(cudaEventRecord(start[r].get(), s), "cudaEventRecord");
+    cuda_check(cudaGraphLaunch(exec.get(), s), "cudaGraphLaunch (" + what + ")");
+    cuda_check(cudaEventRecord(stop[r].get(), s), "cudaEventRecord");
+  }
+  // A kernel fault surfaces here, not at the launch.
+  cuda_check(cudaStreamSynchronize(s), "replaying the graph (" + what + ")");
+  std::vector<double> per_launch_us;
+  for (int r = 0; r < sched.replays; ++r) {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start[r].get(), stop[r].get()), "cudaEventElapsedTime");
+    per_launch_us.push_back(1000.0 * ms / sched.launches);
+  }
+  return {median(per_launch_us), *std::min_element(per_launch_us.begin(), per_launch_us.end())};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The copy-bandwidth ceiling
+
+// A non-constant pattern, so that nothing can be elided or compressed on the copy path.
+__global__ void fill_pattern(std::uint32_t* p, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    p[i] = static_cast<std::uint32_t>(i * 0x9E3779B97F4A7C15ull >> 32);
+}
+
+struct CopyResult {
+  std::size_t bytes = 0;  // source size; read + written is twice that
+  Timing time;
+  double gbps_median = 0, gbps_best = 0;
+};
+
+CopyResult measure_copy(cudaStream_t s, const Options& o) {
+  const auto bytes = static_cast<std::size_t>(o.copy_gib * (1ull << 30)) / 16 * 16;
+  const DeviceBuffer src(bytes, "copy source"), dst(bytes, "copy destination");
+  fill_pattern<<<1024, 256, 0, s>>>(static_cast<std::uint32_t*>(src.get()), bytes / 4);
+  cuda_check(cudaGetLastError(), "launching fill_pattern");
+  const Schedule sched{1, std::max(10, std::min(o.replays, 30)), 3};  // ~1 ms each: few replays suffice
+  const Timing t = time_graph(
+      s, sched,
+      [&](int) {
+        cuda_check(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+      },
+      "device-to-device copy");
+  const double moved = 2.0 * static_cast<double>(bytes);
+  return {bytes, t, moved / (t.median_us * 1e3), moved / (t.min_us * 1e3)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Realistic inputs, on the host once and on the device per m
+
+bg::Dtype view_dtype(st::Dtype d) {
+  switch (d) {
+    case st::Dtype::BF16: return bg::Dtype::bf16;
+    case st::Dtype::F16: return bg::Dtype::f16;
+    case st::Dtype::F32: return bg::Dtype::f32;
+  }
+  throw std::logic_error("unknown safetensors dtype");
+}
+
+// One file per stream dtype, made for the largest m: the generator draws the gates and weights
+// first and then the rows in order, so the first m rows are what a run for m rows would get.
+struct HostInputs {
+  st::File f32, bf16;
+};
+
+HostInputs generate(const boundary::Constants& c, std::int64_t rows, std::uint64_t seed) {
+  // The two files are independent; the second core halves the wait at m = 8192.
+  auto bf16 = std::async(std::launch::async, [&] { return boundary::generate_inputs(c, rows, seed, StreamDtype::bf16); });
+  st::File f32 = boundary::generate_inputs(c, rows, seed, StreamDtype::f32);
+  return {std::move(f32), bf16.get()};
+}
+
+// On the benchmark's stream and waited for: a plain cudaMemcpy from pageable memory may return
+// before its DMA lands, and the non-blocking stream would not wait for it.
+DeviceBuffer upload(const st::Tensor& t, std::size_t bytes, const std::string& name, cudaStream_t s) {
+  if (bytes > t.bytes.size()) throw std::logic_error("upload of " + name + " beyond its host tensor");
+  DeviceBuffer b(bytes, name);
+  cuda_check(cudaMemcpyAsync(b.get(), t.bytes.data(), bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync(" + name + ")");
+  cuda_check(cudaStreamSynchronize(s), "uploading " + name);
+  return b;
+}
+
+bg::TensorView view(const DeviceBuffer& b, bg::Dtype dtype, std::vector<std::int64_t> shape) {
+  return {b.get(), dtype, std::move(shape)};
+}
+
+// The gates and weights: read by every launch, uploaded once.
+struct DeviceOperands {
+  std::vector<DeviceBuffer> buffers;
+  bg::Operands views;
+};
+
+DeviceOperands upload_operands(const st::File& f, cudaStream_t s) {
+  DeviceOperands d;
+  d.buffers.reserve(4);
+  auto add = [&](const std::string& name) {
+    const st::Tensor& t = f.tensors.at(name);
+    d.buffers.push_back(upload(t, t.bytes.size(), name, s));
+    return view(d.buffers.back(), view_dtype(t.dtype), t.shape);
+  };
+  d.views.alpha = add("alpha");
+  d.views.beta = add("beta");
+  if (f.tensors.count("post_weight")) d.views.post_weight = add("post_weight");
+  if (f.tensors.count("pre_weight")) d.views.pre_weight = add("pre_weight");
+  return d;
+}
+
+std::size_t operand_bytes(const st::File& f) {
+  std::size_t bytes = 0;
+  for (const char* name : {"alpha", "beta", "post_weight", "pre_weight"})
+    if (f.tensors.count(name)) bytes += f.tensors.at(name).bytes.size();
+  return bytes;
+}
+
+// One set of everything a launch reads or writes for m rows. Both stream dtypes share the branch.
+struct BufferSet {
+  DeviceBuffer branch, stream_f32, stream_bf16, out, new_stream;
+  bg::TensorView branch_view, stream_f32_view, stream_bf16_view;
+  bg::Outputs outputs;
+};
+
+BufferSet make_set(const HostInputs& in, std::int64_t m, cudaStream_t cs) {
+  const auto elements = static_cast<std::size_t>(m) * kH;
+  const std::vector<std::int64_t> shape = {m, kH};
+  BufferSet s;
+  s.branch = upload(in.f32.tensors.at("branch"), elements * 2, "branch", cs);
+  s.stream_f32 = upload(in.f32.tensors.at("stream"), elements * 4, "stream (F32)", cs);
+  s.stream_bf16 = upload(in.bf16.tensors.at("stream"), elements * 2, "stream (BF16)", cs);
+  s.out = DeviceBuffer(elements * 2, "out");
+  s.new_stream = DeviceBuffer(elements * 4, "new_stream");
+  s.branch_view = view(s.branch, bg::Dtype::bf16, shape);
+  s.stream_f32_view = view(s.stream_f32, bg::Dtype::f32, shape);
+  s.stream_bf16_view = view(s.stream_bf16, bg::Dtype::bf16, shape);
+  s.outputs = {view(s.out, bg::Dtype::bf16, shape), view(s.new_stream, bg::Dtype::f32, shape)};
+  return s;
+}
+
+const bg::TensorView& stream_of(const BufferSet& s, StreamDtype d) {
+  return d == StreamDtype::f32 ? s.stream_f32_view : s.stream_bf16_view;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bits first: the fused kernel must equal the eager chain before it is worth timing
+
+template <class T>
+std::vector<T> download(const bg::TensorView& t, std::size_t elements) {
+  std::vector<T> host(elements);
+  cuda_check(cudaMemcpy(host.data(), t.data, elements * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy(download)");
+  return host;
+}
+
+template <class T>
+void compare(const std::vector<T>& fused, const std::vector<T>& eager, const std::string& what, std::int64_t m) {
+  std::size_t differing = 0, first = 0;
+  for (std::size_t i = 0; i < fused.size(); ++i)
+    if (fused[i] != eager[i] && differing++ == 0) first = i;
+  if (differing == 0) return;
+  char bits[96];
+  std::snprintf(bits, sizeof bits, "fused 0x%0*llX, eager 0x%0*llX", static_cast<int>(2 * sizeof(T)),
+                static_cast<unsigned long long>(fused[first]), static_cast<int>(2 * sizeof(T)),
+                static_cast<unsigned long long>(eager[first]));
+  std::ostringstream msg;
+  msg << what << " at m = " << m << ": " << differing << " of " << fused.size()
+      << " elements differ from the eager chain; first at row " << first / kH << ", column " << first % kH << " ("
+      << bits << ")";
+  throw Mismatch(msg.str());
+}
+
+void check_bits(bg::DraftBoundary& fused, bg::EagerChain& eager, const BufferSet& set, std::int64_t m,
+                StreamDtype dtype, cudaStream_t s) {
+  const auto elements = static_cast<std::size_t>(m) * kH;
+  const std::vector<std::int64_t> shape = {m, kH};
+  const DeviceBuffer ref_out(elements * 2, "eager out"), ref_new_stream(elements * 4, "eager new_stream");
+  const bg::Outputs ref = {view(ref_out, bg::Dtype::bf16, shape), view(ref_new_stream, bg::Dtype::f32, shape)};
+  // Different poison on each side, so that an element either side left unwritten shows as a
+  // difference instead of two equal poisons.
+  cuda_check(cudaMemsetAsync(set.out.get(), 0xFF, set.out.bytes(), s), "cudaMemsetAsync(poison)");
+  cuda_check(cudaMemsetAsync(set.new_stream.get(), 0xFF, set.new_stream.bytes(), s), "cudaMemsetAsync(poison)");
+  cuda_check(cudaMemsetAsync(ref_out.get(), 0xA5, ref_out.bytes(), s), "cudaMemsetAsync(poison)");
+  cuda_check(cudaMemsetAsync(ref_new_stream.get(), 0xA5, ref_new_stream.bytes(), s), "cudaMemsetAsync(poison)");
+  fused.run(set.branch_view, stream_of(set, dtype), set.outputs, s);  // the checked entry point
+  eager.run(set.branch_view, stream_of(set, dtype), ref, s);
+  cuda_check(cudaStreamSynchronize(s), "running the bit check");
+  const std::string name = dtype == StreamDtype::f32 ? "F32 stream" : "BF16 stream";
+  compare(download<std::uint16_t>(set.outputs.out, elements), download<std::uint16_t>(ref.out, elements),
+          "out (" + name + ")", m);
+  compare(download<std::uint32_t>(set.outputs.new_stream, elements), download<std::uint32_t>(ref.new_stream, elements),
+          "new_stream (" + name + ")", m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One row count: bytes, buffers, the five timings
+
+// The least traffic a boundary can have: each input read once, each output written once, the
+// gates and weights once per launch. branch BF16 + stream + new_stream F32 + out BF16.
+double min_bytes(std::int64_t m, StreamDtype stream, std::size_t operands) {
+  const double per_element = 2.0 + (stream == StreamDtype::f32 ? 4.0 : 2.0) + 4.0 + 2.0;
+  return per_element * static_cast<double>(m) * kH + static_cast<double>(operands);
+}
+
+// What the eager chain moves: norm (branch in, y_b out), connection (y_b, stream in; new_stream,
+// z out), norm (z in, out out); the gates and weights once each.
+double eager_bytes(std::int64_t m, std::size_t operands) {
+  const double per_element = (2 + 2) + (2 + 4 + 4 + 2) + (2 + 2);
+  return per_element * static_cast<double>(m) * kH + static_cast<double>(operands);
+}
+
+int buffer_sets(std::int64_t m, const DeviceInfo& dev) {
+  if (m < kRotateFromRows) return 1;
+  const double set_bytes = min_bytes(m, StreamDtype::f32, 0);
+  const auto needed = static_cast<int>(std::ceil(kL2Multiple * static_cast<double>(dev.l2_bytes) / set_bytes));
+  return std::clamp(needed, 2, 64);
+}
+
+// Whole rotations per graph: the next replay's first launch then takes the set used longest ago,
+// as every other launch does, instead of the one its predecessor just wrote.
+Schedule schedule_for(const Options& o, int sets) {
+  const int launches = (o.launches + sets - 1) / sets * sets;
+  return {launches, o.replays, o.warmup};
+}
+
+void launch_empty(std::int64_t m, bool pdl, cudaStream_t s) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(m));
+  config.blockDim = dim3(boundary::kThreads);
+  config.stream = s;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = pdl ? 1 : 0;
+  // The C entry point: the variadic template would declare a zero-length argument array.
+  cuda_check(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(empty_kernel), nullptr),
+             "launching the empty kernel");
+}
+
+// Loads the empty kernel's module now: with lazy loading it would load at its first launch,
+// which is inside a capture (the library's prepare() calls do the same for its kernels).
+void prepare_empty() {
+  cudaFuncAttributes attributes{};
+  cuda_check(cudaFuncGetAttributes(&attributes, empty_kernel), "loading the empty kernel");
+}
+
+struct RowResult {
+  std::int64_t m = 0;
+  int sets = 1;
+  int launches = 0;  // per graph
+  Timing empty_plain, empty_pdl, fused_f32, fused_bf16, eager;
+  double bytes_f32 = 0, bytes_bf16 = 0, bytes_eager = 0;
+
+  // The floor one launch of this grid can reach: the faster of the two empty launches.
+  const Timing& empty() const { return empty_pdl.median_us <= empty_plain.median_us ? empty_pdl : empty_plain; }
+};
+
+double gbps(double bytes, const Timing& t) { return bytes / (t.median_us * 1e3); }
+
+void print_row_details(const RowResult& r, const DeviceInfo& dev) {
+  std::printf("m = %lld: %d launches per graph, %d buffer set%s of %.1f MB (%s)\n", static_cast<long long>(r.m),
+              r.launches, r.sets, r.sets == 1 ? "" : "s", r.bytes_f32 / 1e6,
+              r.sets == 1 ? "L2-resident: every launch reuses one set, as in decode"
+                          : "rotated inside the graph: the working set exceeds the L2, data from HBM");
+  auto line = [](const char* name, const Timing& t, double bytes) {
+    std::printf("  %-22s median %9.2f us  min %9.2f us", name, t.median_us, t.min_us);
+    if (bytes > 0) std::printf("  %8.1f GB/s", bytes / (t.median_us * 1e3));
+    std::printf("\n");
+  };
+  line("empty kernel", r.empty_plain, 0);
+  line("empty kernel + PDL", r.empty_pdl, 0);
+  line("fused, F32 stream", r.fused_f32, r.bytes_f32);
+  line("fused, BF16 stream", r.fused_bf16, r.bytes_bf16);
+  line("eager chain, F32", r.eager, r.bytes_f32);
+  std::printf("  eager chain moves %.2fx the minimum traffic (%.1f GB/s actual); L2 %.0f MB\n",
+              r.bytes_eager / r.bytes_f32, gbps(r.bytes_eager, r.eager), static_cast<double>(dev.l2_bytes) / 1e6);
+  std::fflush(stdout);
+}
+
+struct Bench {
+  const Options& options;
+  const DeviceInfo& dev;
+  const HostInputs& inputs;
+  bg::DraftBoundary& fused;
+  bg::EagerChain& eager;
+  cudaStream_t stream;
+  std::size_t operands;
+};
+
+RowResult measure_rows(const Bench& b, std::int64_t m) {
+  RowResult r;
+  r.m = m;
+  r.sets = buffer_sets(m, b.dev);
+  const Schedule sched = schedule_for(b.options, r.sets);
+  r.launches = sched.launches;
+  r.bytes_f32 = min_bytes(m, StreamDtype::f32, b.operands);
+  r.bytes_bf16 = min_bytes(m, StreamDtype::bf16, b.operands);
+  r.bytes_eager = eager_bytes(m, b.operands);
+
+  std::vector<BufferSet> sets;
+  for (int i = 0; i < r.sets; ++i) sets.push_back(make_set(b.inputs, m, b.stream));
+  // Kernel attributes and scratch now: neither may be set up inside a capture.
+  b.fused.prepare(b.fused.variant_for(m, StreamDtype::f32, true), b.stream);
+  b.fused.prepare(b.fused.variant_for(m, StreamDtype::bf16, true), b.stream);
+  b.eager.prepare(m, b.stream);
+  for (StreamDtype d : {StreamDtype::f32, StreamDtype::bf16}) check_bits(b.fused, b.eager, sets[0], m, d, b.stream);
+
+  const cudaStream_t s = b.stream;
+  auto set = [&](int i) -> const BufferSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
+  r.empty_plain = time_graph(s, sched, [&](int) { launch_empty(m, false, s); }, "empty kernel");
+  r.empty_pdl = time_graph(s, sched, [&](int) { launch_empty(m, true, s); }, "empty kernel + PDL");
+  r.fused_f32 = time_graph(
+      s, sched, [&](int i) { b.fused.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s); },
+      "fused, F32 stream");
+  r.fused_bf16 = time_graph(
+      s, sched, [&](int i) { b.fused.launch(set(i).branch_view, set(i).stream_bf16_view, set(i).outputs, s); },
+      "fused, BF16 stream");
+  r.eager = time_graph(
+      s, sched, [&](int i) { b.eager.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s); },
+      "eager chain");
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report: the table last on stdout, the same numbers as JSON
+
+struct Target {
+  std::string name;
+  std::int64_t m;
+  double measured, limit;
+  bool pass;
+};
+
+std::vector<Target> evaluate(const std::vector<RowResult>& rows, const CopyResult& copy) {
+  std::vector<Target> targets;
+  for (const RowResult& r : rows) {
+    if (r.m <= kLaunchTargetRows) {
+      const double ratio = r.fused_f32.median_us / r.empty().median_us;
+      targets.push_back({"fused/empty", r.m, ratio, kLaunchTarget, ratio <= kLaunchTarget});
+    }
+    if (r.m == kCopyTargetRows) {
+      const double share = gbps(r.bytes_f32, r.fused_f32) / copy.gbps_median;
+      targets.push_back({"fused GB/s / copy GB/s", r.m, share, kCopyTarget, share >= kCopyTarget});
+    }
+  }
+  return targets;
+}
+
+void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, const std::vector<Target>& targets) {
+  std::printf("\n%6s | %8s | %12s | %13s | %9s | %11s | %10s | %13s | %11s\n", "m", "empty us", "fused f32 us",
+              "fused bf16 us", "eager us", "fused/empty", "fused GB/s", "% of copy BW", "eager/fused");
+  std::printf("%s\n", std::string(117, '-').c_str());
+  for (const RowResult& r : rows) {
+    const double fused_gbps = gbps(r.bytes_f32, r.fused_f32);
+    std::printf("%6lld | %8.2f | %12.2f | %13.2f | %9.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n",
+                static_cast<long long>(r.m), r.empty().median_us, r.fused_f32.median_us, r.fused_bf16.median_us,
+                r.eager.median_us, r.fused_f32.median_us / r.empty().median_us, fused_gbps,
+                100.0 * fused_gbps / copy.gbps_median, r.eager.median_us / r.fused_f32.median_us);
+  }
+  std::printf("copy bandwidth: %.1f GB/s median, %.1f GB/s best (cudaMemcpyAsync D2D of %.2f GiB, read + written)\n",
+              copy.gbps_median, copy.gbps_best, static_cast<double>(copy.bytes) / (1ull << 30));
+  std::printf("medians of graph replays, us per boundary; empty = the faster of an empty kernel with and without PDL,"
+              " same grid;\nGB/s on the minimum traffic (F32 stream stored: 12 B per element + gates and weights once);"
+              " m < %lld L2-resident, larger m rotated from HBM\n",
+              static_cast<long long>(kRotateFromRows));
+  std::printf("targets: fused <= %.2fx one empty kernel for m <= %lld; fused >= %.0f%% of the copy bandwidth at m = %lld\n",
+              kLaunchTarget, static_cast<long long>(kLaunchTargetRows), 100 * kCopyTarget,
+              static_cast<long long>(kCopyTargetRows));
+  for (const Target& t : targets)
+    std::printf("  %-4s m = %-5lld %s = %.3f (%s %.2f)\n", t.pass ? "PASS" : "MISS", static_cast<long long>(t.m),
+                t.name.c_str(), t.measured, t.name == "fused/empty" ? "limit" : "at least", t.limit);
+  if (targets.empty()) std::printf("  (no measured m falls under a target)\n");
+}
+
+nlohmann::json timing_json(const Timing& t) { return {{"median_us", t.median_us}, {"min_us", t.min_us}}; }
+
+nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult& copy,
+                       const std::vector<RowResult>& rows, const std::vector<Target>& targets) {
+  nlohmann::json j;
+  j["device"] = {{"name", dev.name}, {"sm_count", dev.sm_count}, {"l2_bytes", dev.l2_bytes}};
+  j["constants"] = o.constants.string();
+  j["method"] = {{"launches_per_graph", o.launches}, {"replays", o.replays}, {"warmup_replays", o.warmup},
+                 {"seed", o.seed}, {"rotate_from_rows", kRotateFromRows}};
+  j["copy"] = {{"bytes_each_way", copy.bytes}, {"time", timing_json(copy.time)}, {"gbps_median", copy.gbps_median},
+               {"gbps_best", copy.gbps_best}};
+  for (const RowResult& r : rows) {
+    const double fused_gbps = gbps(r.bytes_f32, r.fused_f32);
+    j["rows"].push_back({{"m", r.m},
+                         {"buffer_sets", r.sets},
+                         {"launches_per_graph", r.launches},
+                         {"l2_resident", r.sets == 1},
+                         {"empty_us", r.empty().median_us},
+                         {"empty", timing_json(r.empty_plain)},
+                         {"empty_pdl", timing_json(r.empty_pdl)},
+                         {"fused_f32", timing_json(r.fused_f32)},
+                         {"fused_bf16", timing_json(r.fused_bf16)},
+                         {"eager_f32", timing_json(r.eager)},
+                         {"min_bytes_f32", r.bytes_f32},
+                         {"min_bytes_bf16", r.bytes_bf16},
+                         {"eager_bytes", r.bytes_eager},
+                         {"fused_over_empty", r.fused_f32.median_us / r.empty().median_us},
+                         {"fused_gbps", fused_gbps},
+                         {"fused_bf16_gbps", gbps(r.bytes_bf16, r.fused_bf16)},
+                         {"eager_gbps_min_traffic", gbps(r.bytes_f32, r.eager)},
+                         {"eager_traffic_ratio", r.bytes_eager / r.bytes_f32},
+                         {"percent_of_copy_bw", 100.0 * fused_gbps / copy.gbps_median},
+                         {"eager_over_fused", r.eager.median_us / r.fused_f32.median_us}});
+  }
+  for (const Target& t : targets)
+    j["targets"].push_back({{"name", t.name}, {"m", t.m}, {"measured", t.measured}, {"limit", t.limit}, {"pass", t.pass}});
+  return j;
+}
+
+void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
+  std::ofstream f(path);
+  f << j.dump(2) << "\n";
+  f.close();
+  if (!f) throw boundary::InputError("--json: cannot write " + path.string());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+int run(const Options& o) {
+  validate(o);
+  const boundary::Constants constants = boundary::read_constants(o.constants);
+  if (!bg::device_available()) {
+    std::fprintf(stderr, "boundary_gpu_bench: no CUDA device\n");
+    return boundary::cli::kNoDevice;
+  }
+  const DeviceInfo dev = device_info();
+  std::printf("%s: %d SMs, L2 %.1f MB; constants %s\n", dev.name.c_str(), dev.sm_count,
+              static_cast<double>(dev.l2_bytes) / 1e6, o.constants.string().c_str());
+  const Stream stream = make_stream();
+  prepare_empty();
+
+  // The ceiling first: it also brings the clocks up before the kernels are timed.
+  const CopyResult copy = measure_copy(stream.get(), o);
+  std::printf("copy: %.1f GB/s median (%.2f GiB, read + written)\n", copy.gbps_median,
+              static_cast<double>(copy.bytes) / (1ull << 30));
+  std::fflush(stdout);
+
+  const std::int64_t max_rows = *std::max_element(o.rows.begin(), o.rows.end());
+  const HostInputs inputs = generate(constants, max_rows, o.seed);
+  const DeviceOperands operands = upload_operands(inputs.f32, stream.get());
+  bg::DraftBoundary fused(constants, operands.views);
+  bg::EagerChain eager(constants, operands.views);
+  const Bench bench{o, dev, inputs, fused, eager, stream.get(), operand_bytes(inputs.f32)};
+
+  std::vector<RowResult> rows;
+  for (std::int64_t m : o.rows) {
+    rows.push_back(measure_rows(bench, m));
+    print_row_details(rows.back(), dev);
+  }
+  const std::vector<Target> targets = evaluate(rows, copy);
+  print_table(rows, copy, targets);
+  if (o.json) write_json(*o.json, to_json(o, dev, copy, rows, targets));
+  return boundary::cli::kSuccess;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace boundary::cli;
+  CLI::App app{"boundary_gpu_bench: CUDA-graph timings of the fused DraftBoundary kernel against an empty kernel, "
+               "the eager chain and the copy bandwidth"};
+  Options options;
+  setup_options(app, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kSuccess : kUsageOrInput;
+  }
+  try {
+    return run(options);
+  } catch (const Mismatch& e) {
+    std::fprintf(stderr, "boundary_gpu_bench: refusing to time a wrong kernel: %s\n", e.what());
+    return kMismatch;
+  } catch (const boundary::InputError& e) {
+    std::fprintf(stderr, "boundary_gpu_bench: error: %s\n", e.what());
+    return kUsageOrInput;
+  } catch (const bg::CudaError& e) {
+    std::fprintf(stderr, "boundary_gpu_bench: CUDA error: %s\n", e.what());
+    return kCudaFailure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "boundary_gpu_bench: internal error: %s\n", e.what());
+    return kInternal;
+  }
+}
