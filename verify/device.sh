@@ -7,16 +7,17 @@
 # the number of failed steps (0: everything passed).
 set -uo pipefail
 out=${1:-${OUT:?set OUT or pass a log directory}}
-mkdir -p "$out"
+logs=$out/logs  # one log per step; packed into $out/logs.tar.gz at the end (the device tool returns few files)
+mkdir -p "$logs"
 jobs=$(nproc)
 failed=0
 step() {  # step NAME COMMAND...: runs COMMAND, output to $out/NAME.log and the console
   local name=$1; shift
   echo "== $name: $*"
   local start=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
+  "$@" > "$logs/$name.log" 2>&1
   local rc=$?
-  tail -n 25 "$out/$name.log"
+  tail -n 25 "$logs/$name.log"
   echo "== $name: exit $rc, $((SECONDS - start)) s"
   [ $rc -eq 0 ] || failed=$((failed + 1))
 }
@@ -24,8 +25,8 @@ step() {  # step NAME COMMAND...: runs COMMAND, output to $out/NAME.log and the 
 if [ -d .debs ]; then  # the header-only dependencies, carried as Debian packages
   for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 fi
-nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt" 2>&1
-cat "$out/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem --format=csv > "$logs/gpu.txt" 2>&1
+cat "$logs/gpu.txt"
 
 step configure cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr
 step build cmake --build build-device -j "$jobs"
@@ -35,6 +36,8 @@ step nan_probe build-device/reference/boundary_nan_probe
 step emulator_vs_hardware build-device/reference/boundary_emulator_vs_hardware
 step emulator_bench build-device/reference/boundary_emulator_bench --rows 4000
 step gpu_bench build-device/kernels/bench/boundary_gpu_bench --json "$out/gpu_bench.json"
-step sass bash -c 'cuobjdump -sass build-device/kernels/libboundary_kernels.a > "$0/kernels.sass" && verify/sass_summary.sh "$0/kernels.sass"' "$out"
+step gpu_bench_one_launch build-device/kernels/bench/boundary_gpu_bench --launches 1 --rows 1,8,32,132
+step sass bash -c 'cuobjdump -sass build-device/kernels/libboundary_kernels.a > "$0/kernels.sass" && verify/sass_summary.sh "$0/kernels.sass"' "$logs"
+tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
 echo "failed steps: $failed"
 exit "$failed"

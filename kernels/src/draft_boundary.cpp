@@ -235,7 +235,9 @@ void DraftBoundary::launch(const TensorView& branch, const TensorView& stream, c
                            cudaStream_t cuda_stream, std::optional<Variant> variant) {
   const std::int64_t m = branch.shape[0];
   const Variant v = variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr);
-  cuda_check(detail::launch_draft_boundary(params(constants_, operands_, branch, stream, outputs), m, v, cuda_stream),
+  detail::BoundaryParams p = params(constants_, operands_, branch, stream, outputs);
+  p.prefetch_distance = sm_count_;
+  cuda_check(detail::launch_draft_boundary(p, m, v, cuda_stream),
              "launching the DraftBoundary kernel");
 }
 

@@ -43,6 +43,14 @@ __global__ void __launch_bounds__(kThreads) draft_boundary_kernel(const Boundary
   if (!p.late_gates) load_gates(p, g);  // overlaps the previous grid's tail under PDL
   pdl_wait();
   pdl_launch_dependents();
+  // The row a CTA of the next wave will read: on its way into L2 while this row computes, so
+  // that HBM streams during the reductions (one CTA per SM leaves none of its own loads in flight).
+  const unsigned ahead = blockIdx.x + static_cast<unsigned>(p.prefetch_distance);
+  if (threadIdx.x == 0 && ahead < gridDim.x) {
+    prefetch_l2(p.branch + static_cast<std::size_t>(ahead) * kH, kH * sizeof(std::uint16_t));
+    prefetch_l2(static_cast<const char*>(p.stream) + static_cast<std::size_t>(ahead) * kH * (kStreamF32 ? 4 : 2),
+                kH * (kStreamF32 ? 4u : 2u));
+  }
   if (p.late_gates) load_gates(p, g);
 
   uint4 branch_raw[kFragments];

@@ -20,6 +20,7 @@ struct BoundaryParams {
   const float* beta;
   dev::NormArgs post, pre;
   bool late_gates;
+  int prefetch_distance;  // rows ahead to prefetch into L2: the CTAs resident at once (SM count)
 };
 
 // Fused DraftBoundary: one CTA of 256 threads per row, m rows.
