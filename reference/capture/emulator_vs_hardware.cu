@@ -8,6 +8,8 @@
 #include <boundary/device/primitives.cuh>
 #include <boundary/reference.hpp>
 
+#include "cuda_ok.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,16 +24,6 @@
 #include <vector>
 
 namespace {
-
-#define CUDA_OK(call)                                                                   \
-  do {                                                                                  \
-    const cudaError_t err_ = (call);                                                    \
-    if (err_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorName(err_), __FILE__, \
-                   __LINE__);                                                           \
-      std::exit(2);                                                                     \
-    }                                                                                   \
-  } while (0)
 
 template <class T>
 std::uint32_t to_bits(T v) {

@@ -11,6 +11,8 @@
 #include <boundary/device/primitives.cuh>
 #include <boundary/rsqrt_model.hpp>
 
+#include "cuda_ok.hpp"
+
 #include <cuda_runtime.h>
 
 #include <array>
@@ -25,16 +27,6 @@
 namespace {
 
 namespace model = boundary::rsqrt_model;
-
-#define CUDA_OK(call)                                                                   \
-  do {                                                                                  \
-    const cudaError_t err_ = (call);                                                    \
-    if (err_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(err_),      \
-                   __FILE__, __LINE__, cudaGetErrorString(err_));                       \
-      std::exit(2);                                                                     \
-    }                                                                                   \
-  } while (0)
 
 __global__ void capture_kernel(std::uint32_t* out) {
   const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;

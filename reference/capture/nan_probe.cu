@@ -5,6 +5,8 @@
 //   nan_probe        prints one line per operation: the distinct results and their counts
 #include <boundary/device/primitives.cuh>
 
+#include "cuda_ok.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -14,16 +16,6 @@
 #include <vector>
 
 namespace {
-
-#define CUDA_OK(call)                                                                   \
-  do {                                                                                  \
-    const cudaError_t err_ = (call);                                                    \
-    if (err_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorName(err_), __FILE__, \
-                   __LINE__);                                                           \
-      std::exit(2);                                                                     \
-    }                                                                                   \
-  } while (0)
 
 // Every FP32 NaN: sign s, exponent 0xFF, mantissa 1 .. 2^23 - 1.
 __device__ std::uint32_t f32_nan(std::uint32_t n) {
