@@ -3,6 +3,10 @@
 #include <boundary/cli.hpp>
 #include <boundary/types.hpp>
 #include <boundary/version.hpp>
+#if BOUNDARY_WITH_GPU
+#include <boundary/capture.hpp>
+#include <boundary/gpu/draft_boundary.hpp>
+#endif
 
 #include <cstdio>
 #include <iostream>
@@ -16,6 +20,10 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Print results as JSON instead of text");
   EmulateOptions emulate;
   CLI::App* emulate_cmd = setup_emulate(app, emulate);
+#if BOUNDARY_WITH_GPU
+  CaptureOptions capture;
+  CLI::App* capture_cmd = setup_capture(app, capture);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -27,10 +35,23 @@ int main(int argc, char** argv) {
       const auto summary = run_emulate(emulate);
       std::cout << (json ? summary.dump(2) + "\n" : format_emulate(summary));
     }
+#if BOUNDARY_WITH_GPU
+    if (capture_cmd->parsed()) {
+      int rc = kSuccess;
+      const auto result = run_capture(capture, &rc);
+      std::cout << (json ? result.dump(2) + "\n" : format_capture(result));
+      return rc;
+    }
+#endif
     return kSuccess;
   } catch (const boundary::InputError& e) {
     std::cerr << "boundary-verify: error: " << e.what() << "\n";
     return kUsageOrInput;
+#if BOUNDARY_WITH_GPU
+  } catch (const boundary::gpu::CudaError& e) {
+    std::cerr << "boundary-verify: CUDA error: " << e.what() << "\n";
+    return kCudaFailure;
+#endif
   } catch (const std::exception& e) {
     std::cerr << "boundary-verify: internal error: " << e.what() << "\n";
     return kInternal;

@@ -1,0 +1,245 @@
+#include <boundary/boundary_tensors.hpp>
+#include <boundary/capture.hpp>
+#include <boundary/cli.hpp>
+#include <boundary/constants_json.hpp>
+#include <boundary/generate.hpp>
+#include <boundary/gpu/device_buffer.hpp>
+#include <boundary/gpu/draft_boundary.hpp>
+#include <boundary/reference.hpp>
+#include <boundary/version.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <bit>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace boundary::cli {
+
+namespace st = safetensors;
+
+CLI::App* setup_capture(CLI::App& app, CaptureOptions& o) {
+  CLI::App* sub = app.add_subcommand("capture", "Run the kernels on the GPU, check them against the emulator, write a fixture");
+  sub->add_option("--constants", o.constants, "Constants JSON")->required();
+  sub->add_option("--operands", o.operands, "Safetensors with alpha, beta and the weights (a real model's)");
+  auto* inputs = sub->add_option("--inputs", o.inputs, "Input safetensors (branch, stream, and operands unless --operands)");
+  auto* generate = sub->add_option("--generate", o.generate_rows, "Generate this many realistic rows instead")
+                       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  inputs->excludes(generate);
+  generate->excludes(inputs);
+  sub->add_option("--seed", o.seed, "Seed for --generate");
+  sub->add_option("--stream-dtype", o.stream_dtype, "Stream dtype for --generate")->check(CLI::IsMember({"f32", "bf16"}));
+  sub->add_option("--output", o.output, "The fixture to write")->required();
+  sub->add_flag("--no-store-stream", o.no_store_stream, "The variant that does not store new_stream");
+  sub->add_option("--gates", o.gates, "When gates load: auto (after the PDL wait above the SM count), early, late")
+      ->check(CLI::IsMember({"auto", "early", "late"}));
+  sub->add_flag("--no-pdl", o.no_pdl, "Launch without programmatic dependent launch");
+  sub->add_option("--threads", o.threads, "Host threads for the emulator (0: every core)");
+  return sub;
+}
+
+namespace {
+
+struct Disagreement {
+  std::string pair, tensor;
+  std::int64_t row, column;
+  std::uint32_t expected, actual;
+};
+
+// The first differences between two tensors of m rows, up to `limit`; the count of all.
+template <class T>
+std::int64_t compare(const std::string& pair, const std::string& tensor, const T* expected, const T* actual,
+                     std::int64_t elements, std::vector<Disagreement>& out, std::size_t limit) {
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < elements; ++i) {
+    std::uint32_t e = 0, a = 0;
+    std::memcpy(&e, expected + i, sizeof(T));
+    std::memcpy(&a, actual + i, sizeof(T));
+    if (e == a) continue;
+    if (out.size() < limit) out.push_back({pair, tensor, i / kH, i % kH, e, a});
+    ++n;
+  }
+  return n;
+}
+
+std::string driver_version() {
+  int v = 0;
+  cudaDriverGetVersion(&v);
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  std::getline(f, line);
+  return "CUDA driver API " + std::to_string(v) + (line.empty() ? "" : "; " + line);
+}
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
+  const Constants constants = read_constants(o.constants);
+  st::File file;
+  std::string source = "generated";
+  if (o.generate_rows) {
+    file = generate_inputs(constants, *o.generate_rows, o.seed, o.stream_dtype == "bf16" ? StreamDtype::bf16 : StreamDtype::f32);
+  } else if (o.inputs) {
+    file = st::read_file(*o.inputs);
+    source = o.inputs->string();
+    for (const std::string& name : kOutputNames) file.tensors.erase(name);
+  } else {
+    throw InputError("capture: give --inputs FILE or --generate ROWS");
+  }
+  if (o.operands) {
+    const st::File ops = st::read_file(*o.operands);
+    for (const char* name : {"alpha", "beta", "post_weight", "pre_weight"}) {
+      file.tensors.erase(name);
+      if (ops.tensors.count(name)) file.tensors[name] = ops.tensors.at(name);
+    }
+  }
+  const BoundTensors bound = bind_inputs(file, constants, source);
+  if (!bound.partial_rows.empty())
+    throw InputError(source + ": 'partials' need the fused all-reduce boundary, which capture does not run yet");
+  if (!gpu::device_available()) {
+    *exit_code = kNoDevice;
+    return {{"command", "capture"}, {"written", false}, {"reason", "no CUDA device: nothing captured"}};
+  }
+
+  const std::int64_t m = bound.m;
+  const auto n = static_cast<std::size_t>(m) * kH;
+  const bool store = !o.no_store_stream;
+  const bool f32 = bound.inputs.stream_dtype == StreamDtype::f32;
+  using gpu::Dtype;
+  auto weight_dtype = [](WeightDtype d) { return d == WeightDtype::bf16 ? Dtype::bf16 : d == WeightDtype::fp16 ? Dtype::f16 : Dtype::f32; };
+  auto upload_weight = [&](const NormConstants& norm, const void* w) -> std::optional<gpu::DeviceBuffer> {
+    if (!norm.has_weight()) return std::nullopt;
+    return gpu::DeviceBuffer(w, kH * (norm.weight_dtype == WeightDtype::fp32 ? 4u : 2u));
+  };
+  const gpu::DeviceBuffer alpha(bound.operands.alpha, kH * 4), beta(bound.operands.beta, kH * 4);
+  const auto post_w = upload_weight(constants.post, bound.operands.post_weight);
+  const auto pre_w = upload_weight(constants.pre, bound.operands.pre_weight);
+  gpu::Operands ops{alpha.view(Dtype::f32, {kH}), beta.view(Dtype::f32, {kH}), std::nullopt, std::nullopt};
+  if (post_w) ops.post_weight = post_w->view(weight_dtype(constants.post.weight_dtype), {kH});
+  if (pre_w) ops.pre_weight = pre_w->view(weight_dtype(constants.pre.weight_dtype), {kH});
+  const gpu::DeviceBuffer branch(bound.inputs.branch, n * 2), stream(bound.inputs.stream, n * (f32 ? 4 : 2));
+  const gpu::TensorView branch_v = branch.view(Dtype::bf16, {m, kH});
+  const gpu::TensorView stream_v = stream.view(f32 ? Dtype::f32 : Dtype::bf16, {m, kH});
+
+  gpu::DraftBoundary fused(constants, ops);
+  gpu::EagerChain eager(constants, ops);
+  gpu::Variant variant = fused.variant_for(m, bound.inputs.stream_dtype, store, !o.no_pdl);
+  if (o.gates != "auto") variant.late_gates = o.gates == "late";
+
+  // Each kernel's outputs, poisoned first so that an unwritten element cannot pass.
+  struct Result {
+    gpu::DeviceBuffer out, new_stream;
+    std::vector<std::uint16_t> host_out;
+    std::vector<float> host_new_stream;
+  };
+  auto launch = [&](auto&& run) {
+    Result r{gpu::DeviceBuffer(n * 2), store ? gpu::DeviceBuffer(n * 4) : gpu::DeviceBuffer(), {}, {}};
+    r.out.fill(0xFF);
+    if (store) r.new_stream.fill(0xFF);
+    run(gpu::Outputs{r.out.view(Dtype::bf16, {m, kH}), r.new_stream.view(Dtype::f32, {m, kH})});
+    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
+      throw gpu::CudaError(std::string("kernel execution: ") + cudaGetErrorName(e));
+    r.host_out.resize(n);
+    r.out.download(r.host_out.data(), n * 2);
+    if (store) {
+      r.host_new_stream.resize(n);
+      r.new_stream.download(r.host_new_stream.data(), n * 4);
+    }
+    return r;
+  };
+  fused.prepare(variant);
+  const Result hw = launch([&](const gpu::Outputs& out) { fused.run(branch_v, stream_v, out, nullptr, variant); });
+  const Result chain = launch([&](const gpu::Outputs& out) { eager.run(branch_v, stream_v, out, nullptr); });
+
+  std::vector<std::uint16_t> emu_out(n);
+  std::vector<float> emu_ns(store ? n : 0);
+  ref::Outputs eo;
+  eo.out = emu_out.data();
+  eo.new_stream = store ? emu_ns.data() : nullptr;
+  ref::Boundary(constants, bound.operands).run(bound.inputs, eo, o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency()));
+
+  std::vector<Disagreement> where;
+  std::int64_t differing = 0;
+  for (const auto& [pair, r] : {std::pair<const char*, const Result*>{"emulator vs fused", &hw}, {"emulator vs eager", &chain}}) {
+    differing += compare(pair, "out", emu_out.data(), r->host_out.data(), static_cast<std::int64_t>(n), where, 10);
+    if (store) differing += compare(pair, "new_stream", emu_ns.data(), r->host_new_stream.data(), static_cast<std::int64_t>(n), where, 10);
+  }
+
+  cudaDeviceProp prop{};
+  int device = 0, runtime = 0;
+  cudaGetDevice(&device);
+  cudaGetDeviceProperties(&prop, device);
+  cudaRuntimeGetVersion(&runtime);
+  std::ostringstream variant_name;
+  variant_name << "stream=" << (f32 ? "f32" : "bf16") << ",store_stream=" << store << ",late_gates=" << variant.late_gates
+               << ",pdl=" << variant.pdl;
+  nlohmann::json result = {
+      {"command", "capture"}, {"rows", m}, {"inputs", o.generate_rows ? "generated (seed " + std::to_string(o.seed) + ")" : source},
+      {"variant", variant_name.str()}, {"gpu", prop.name}, {"output", o.output.string()}, {"differing_elements", differing}};
+  if (differing) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Disagreement& d : where)
+      list.push_back({{"pair", d.pair}, {"tensor", d.tensor}, {"row", d.row}, {"column", d.column},
+                      {"expected_bits", d.expected}, {"actual_bits", d.actual}});
+    result["first_differences"] = list;
+    result["written"] = false;
+    *exit_code = kMismatch;
+    return result;
+  }
+
+  st::File fixture;
+  fixture.metadata = file.metadata;
+  fixture.metadata["constants"] = constants_to_json(constants).dump();
+  fixture.metadata["kernel"] = "DraftBoundary (fused); checked equal to the eager chain and the emulator";
+  fixture.metadata["variant"] = variant_name.str();
+  fixture.metadata["gpu"] = prop.name;
+  fixture.metadata["compute_capability"] = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  fixture.metadata["driver"] = driver_version();
+  fixture.metadata["cuda_runtime"] = std::to_string(runtime);
+  fixture.metadata["project_version"] = kVersion;
+  fixture.metadata["seed"] = o.generate_rows ? std::to_string(o.seed) : "";
+  fixture.metadata["date"] = utc_now();
+  fixture.metadata["producer"] = std::string("boundary-verify ") + kVersion + " capture";
+  fixture.tensors = std::move(file.tensors);
+  st::Tensor out_t = st::make_tensor(st::Dtype::BF16, {m, kH});
+  std::memcpy(out_t.data<std::uint16_t>(), hw.host_out.data(), n * 2);
+  fixture.tensors["out"] = std::move(out_t);
+  if (store) {
+    st::Tensor ns = st::make_tensor(st::Dtype::F32, {m, kH});
+    std::memcpy(ns.data<float>(), hw.host_new_stream.data(), n * 4);
+    fixture.tensors["new_stream"] = std::move(ns);
+  }
+  st::write_file(o.output, fixture);
+  result["written"] = true;
+  *exit_code = kSuccess;
+  return result;
+}
+
+std::string format_capture(const nlohmann::json& r) {
+  std::ostringstream o;
+  if (!r.contains("rows")) return "capture: " + r.value("reason", std::string("nothing captured")) + "\n";
+  o << "capture: " << r["rows"] << " rows of " << r["inputs"].get<std::string>() << " on " << r["gpu"].get<std::string>()
+    << ", variant " << r["variant"].get<std::string>() << "\n";
+  if (r["written"].get<bool>()) {
+    o << "  fused == eager chain == emulator on every element; wrote " << r["output"].get<std::string>() << "\n";
+  } else {
+    o << "  REFUSED: " << r["differing_elements"] << " elements differ; nothing written. First differences:\n";
+    for (const auto& d : r["first_differences"])
+      o << "    " << d["pair"].get<std::string>() << ": " << d["tensor"].get<std::string>() << " row " << d["row"]
+        << " column " << d["column"] << ": expected 0x" << std::hex << d["expected_bits"].get<std::uint32_t>()
+        << ", got 0x" << d["actual_bits"].get<std::uint32_t>() << std::dec << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace boundary::cli
