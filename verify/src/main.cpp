@@ -1,6 +1,7 @@
 // boundary-verify: the toolkit's command line. Errors go to stderr with the exit codes of
 // boundary::cli::ExitCode; results to stdout.
 #include <boundary/cli.hpp>
+#include <boundary/replay.hpp>
 #include <boundary/types.hpp>
 #include <boundary/version.hpp>
 #if BOUNDARY_WITH_GPU
@@ -20,6 +21,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Print results as JSON instead of text");
   EmulateOptions emulate;
   CLI::App* emulate_cmd = setup_emulate(app, emulate);
+  ReplayOptions replay;
+  CLI::App* replay_cmd = setup_replay(app, replay);
 #if BOUNDARY_WITH_GPU
   CaptureOptions capture;
   CLI::App* capture_cmd = setup_capture(app, capture);
@@ -34,6 +37,12 @@ int main(int argc, char** argv) {
     if (emulate_cmd->parsed()) {
       const auto summary = run_emulate(emulate);
       std::cout << (json ? summary.dump(2) + "\n" : format_emulate(summary));
+    }
+    if (replay_cmd->parsed()) {
+      int rc = kSuccess;
+      const auto report = run_replay(replay, &rc);
+      std::cout << (json ? report.dump(2) + "\n" : format_replay(report));
+      return rc;
     }
 #if BOUNDARY_WITH_GPU
     if (capture_cmd->parsed()) {

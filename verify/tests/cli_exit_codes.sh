@@ -29,5 +29,10 @@ expect 2 "$dir/nothing.safetensors" -- emulate --constants "$ffn" --inputs "$dir
 [ -e "$dir/a.safetensors" ] && { echo "FAIL: an output file was left behind"; failures=$((failures + 1)); }
 expect 0 "wrote" -- emulate --constants "$ffn" --generate 3 --seed 2 --output "$dir/a.safetensors"
 expect 0 "\"rows\": 3" -- --json emulate --constants "$ffn" --inputs "$dir/a.safetensors" --output "$dir/b.safetensors"
-echo "$((11 - failures)) passed, $failures failed"
+expect 2 "required" -- replay
+expect 2 "$dir/missing.safetensors" -- replay "$dir/missing.safetensors"
+expect 0 "" -- replay "$dir/a.safetensors" --report "$dir/report.json"
+[ -s "$dir/report.json" ] || { echo "FAIL: replay --report wrote nothing"; failures=$((failures + 1)); }
+expect 77 "not run" -- replay "$dir/a.safetensors" --gpu
+echo "$((16 - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,0 +1,209 @@
+// boundary-verify replay: each fixture's inputs through the emulator (and, with --gpu, the GPU
+// hook's kernels), every output element compared bit for bit with the recorded one.
+#include <boundary/constants_json.hpp>
+#include <boundary/replay.hpp>
+#include <boundary/version.hpp>
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+namespace boundary::cli {
+
+namespace st = safetensors;
+
+CLI::App* setup_replay(CLI::App& app, ReplayOptions& o) {
+  CLI::App* sub = app.add_subcommand("replay", "Recompute recorded boundary outputs (fixtures) and compare them bit for bit");
+  sub->add_option("files", o.files, "Fixture safetensors: inputs, operands, out, new_stream, __metadata__ constants")
+      ->required();
+  sub->add_flag("--gpu", o.gpu, "Also replay on the GPU (fused kernel, eager chain); exit 77 without a device");
+  sub->add_option("--report", o.report, "Write the JSON report (verify/report-schema.json) to this file");
+  sub->add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)");
+  sub->add_option("--threads", o.threads, "Host threads (0: every core)");
+  return sub;
+}
+
+namespace {
+
+// Metadata keys copied into the report as the fixture's provenance (none is required).
+const std::vector<std::string> kProvenanceKeys = {"gpu",  "compute_capability", "driver", "cuda",
+                                                  "project_version", "seed", "date", "producer"};
+
+Constants fixture_constants(const st::File& file, const std::string& name) {
+  const auto it = file.metadata.find("constants");
+  if (it == file.metadata.end())
+    throw InputError(name + ": __metadata__ has no 'constants' entry (the constants JSON, as emulate writes it)");
+  return parse_constants(it->second, name + " (__metadata__ 'constants')");
+}
+
+// A fixture read and checked: its constants, bound inputs and recorded outputs. Not movable in
+// effect: bound and the output pointers point into file.
+struct Fixture {
+  explicit Fixture(const std::filesystem::path& path)
+      : name(path.string()),
+        file(st::read_file(path)),
+        constants(fixture_constants(file, name)),
+        bound(bind_inputs(file, constants, name)),
+        out(&st::require(file, name, "out", {st::Dtype::BF16}, {bound.m, kH})),
+        new_stream(file.tensors.count("new_stream")
+                       ? &st::require(file, name, "new_stream", {st::Dtype::F32}, {bound.m, kH})
+                       : nullptr) {}
+  Fixture(const Fixture&) = delete;
+  Fixture& operator=(const Fixture&) = delete;
+
+  std::string metadata(const std::string& key) const {
+    const auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? std::string() : it->second;
+  }
+
+  const std::string name;
+  const st::File file;
+  const Constants constants;
+  const BoundTensors bound;
+  const st::Tensor* const out;
+  const st::Tensor* const new_stream;  // null when not recorded
+};
+
+ReplayedOutputs run_emulator(const Fixture& f, unsigned threads) {
+  ReplayedOutputs r{"emulator", st::make_tensor(st::Dtype::BF16, {f.bound.m, kH}), std::nullopt};
+  ref::Outputs out;
+  out.out = r.out.data<std::uint16_t>();
+  if (f.new_stream) {
+    r.new_stream = st::make_tensor(st::Dtype::F32, {f.bound.m, kH});
+    out.new_stream = r.new_stream->data<float>();
+  }
+  ref::Boundary(f.constants, f.bound.operands).run(f.bound.inputs, out, threads);
+  return r;
+}
+
+// Compares one implementation's outputs with the fixture's; the fixture holds the expected bits.
+void compare_outputs(const Fixture& f, const ReplayedOutputs& r, report::FileReport& file_report,
+                     report::Report& rep) {
+  const auto compare = [&](const std::string& tensor, const st::Tensor& expected, const st::Tensor& actual) {
+    const report::CompareContext where{"", r.check + " vs fixture", f.metadata("variant"), f.name, tensor};
+    file_report.counts.push_back(report::compare_tensors(expected, actual, r.check, where, rep.mismatches));
+    rep.elements_compared += file_report.counts.back().compared;
+  };
+  // A hook that returns the wrong shape is a bug of this tool, not of the fixture: compare_tensors
+  // throws logic_error (exit 70).
+  compare("out", *f.out, r.out);
+  if (f.new_stream) {
+    if (!r.new_stream) throw std::logic_error(r.check + ": no new_stream returned for " + f.name);
+    compare("new_stream", *f.new_stream, *r.new_stream);
+  }
+  file_report.checks.push_back(r.check);
+}
+
+report::FileReport describe(const Fixture& f) {
+  report::FileReport fr;
+  fr.path = f.name;
+  if (f.file.metadata.count("kernel")) fr.kernel = f.metadata("kernel");
+  if (f.file.metadata.count("variant")) fr.variant = f.metadata("variant");
+  for (const std::string& key : kProvenanceKeys)
+    if (f.file.metadata.count(key)) fr.provenance[key] = f.metadata(key);
+  fr.rows = f.bound.m;
+  fr.stream_dtype = f.bound.inputs.stream_dtype == StreamDtype::f32 ? "F32" : "BF16";
+  return fr;
+}
+
+// Decides whether the GPU checks run: "run", or why not.
+std::string gpu_status(const ReplayOptions& o, report::Environment& env) {
+  if (!o.gpu) return "not requested";
+  if (!o.gpu_hook.probe || !o.gpu_hook.run) return "not run: no CUDA device (this build has no GPU replay)";
+  env.gpu = o.gpu_hook.probe();
+  return env.gpu ? "run" : "not run: no CUDA device";
+}
+
+int exit_code_of(const report::Report& r) {
+  if (r.mismatches.total() > 0) return kMismatch;  // differing bits outrank a skipped check
+  if (r.gpu != "run" && r.gpu != "not requested") return kNoDevice;
+  return kSuccess;
+}
+
+}  // namespace
+
+ReplayResult replay(const ReplayOptions& o) {
+  if (o.files.empty()) throw InputError("replay: give at least one fixture file");
+  ReplayResult result;
+  report::Report& rep = result.report;
+  rep.command = "replay";
+  rep.tool_version = kVersion;
+  rep.created = report::utc_now_iso8601();
+  rep.environment = report::host_environment();
+  rep.mismatches = report::MismatchLog(o.max_mismatches);
+  rep.gpu = gpu_status(o, rep.environment);
+  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+
+  for (const std::filesystem::path& path : o.files) {
+    const Fixture f(path);
+    report::FileReport fr = describe(f);
+    compare_outputs(f, run_emulator(f, threads), fr, rep);
+    if (rep.gpu == "run")
+      for (const ReplayedOutputs& r : o.gpu_hook.run(f.constants, f.bound, f.file.metadata, f.new_stream != nullptr))
+        compare_outputs(f, r, fr, rep);
+    rep.files.push_back(std::move(fr));
+  }
+  rep.exit_code = result.exit_code = exit_code_of(rep);
+  return result;
+}
+
+nlohmann::json run_replay(const ReplayOptions& o, int* exit_code) {
+  const ReplayResult result = replay(o);
+  nlohmann::json json = report::to_json(result.report);
+  if (o.report) report::write_text_atomically(*o.report, json.dump(2) + "\n");
+  if (exit_code) *exit_code = result.exit_code;
+  return json;
+}
+
+namespace {
+
+constexpr std::size_t kFilesShown = 8;
+constexpr std::size_t kMismatchesShown = 8;
+
+void format_file(std::ostringstream& o, const nlohmann::json& f) {
+  o << "  " << f["path"].get<std::string>() << ": " << f["rows"] << " rows, " << f["stream_dtype"].get<std::string>()
+    << " stream";
+  if (f["kernel"].is_string()) o << ", kernel " << f["kernel"].get<std::string>();
+  if (f["variant"].is_string()) o << ", variant " << f["variant"].get<std::string>();
+  o << "\n";
+  for (const auto& c : f["counts"])
+    o << "    " << c["check"].get<std::string>() << " " << c["tensor"].get<std::string>() << ": "
+      << c["mismatches"] << " of " << c["compared"] << " differ\n";
+}
+
+void format_mismatch(std::ostringstream& o, const nlohmann::json& m) {
+  o << "    " << m["file"].get<std::string>() << " " << m["tensor"].get<std::string>() << " [row "
+    << m["row"] << ", column " << m["column"] << "] " << m["pair"].get<std::string>() << ": expected "
+    << m["expected_bits"].get<std::string>() << " (" << m["expected_class"].get<std::string>() << "), actual "
+    << m["actual_bits"].get<std::string>() << " (" << m["actual_class"].get<std::string>() << "), ";
+  if (m["ulp_distance"].get<std::int64_t>() < 0)
+    o << "NaN involved\n";
+  else
+    o << m["ulp_distance"] << " ulp " << m["dtype"].get<std::string>() << "\n";
+}
+
+}  // namespace
+
+std::string format_replay(const nlohmann::json& r) {
+  std::ostringstream o;
+  const auto& files = r["files"];
+  std::int64_t rows = 0;
+  for (const auto& f : files) rows += f["rows"].get<std::int64_t>();
+  const std::int64_t total = r["mismatches"]["total"].get<std::int64_t>();
+  o << "replay: " << files.size() << (files.size() == 1 ? " file, " : " files, ") << rows << " rows, "
+    << r["counts"]["elements_compared"] << " elements compared, " << total
+    << (total == 0 ? " mismatches: every bit equal\n" : total == 1 ? " mismatch\n" : " mismatches\n");
+  for (std::size_t i = 0; i < files.size() && i < kFilesShown; ++i) format_file(o, files[i]);
+  if (files.size() > kFilesShown) o << "  ... and " << files.size() - kFilesShown << " more files\n";
+  if (r["gpu"] != "not requested") o << "  GPU checks: " << r["gpu"].get<std::string>() << "\n";
+  const auto& items = r["mismatches"]["items"];
+  if (total > 0) {
+    const std::size_t shown = std::min(items.size(), kMismatchesShown);
+    o << "  first " << shown << " of " << total << " mismatches:\n";
+    for (std::size_t i = 0; i < shown; ++i) format_mismatch(o, items[i]);
+  }
+  o << "  exit " << r["exit_code"] << "\n";
+  return o.str();
+}
+
+}  // namespace boundary::cli

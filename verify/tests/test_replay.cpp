@@ -1,0 +1,520 @@
+// boundary-verify replay and its report, driven through ReplayOptions (no argv). Fixtures are
+// made here: generated inputs and the emulator's own outputs, so that a clean replay must find
+// nothing, and every planted bit flip must be found exactly where it was planted.
+#include <boundary/constants_json.hpp>
+#include <boundary/generate.hpp>
+#include <boundary/reference.hpp>
+#include <boundary/replay.hpp>
+#include <boundary/report.hpp>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+
+using namespace boundary;
+namespace st = boundary::safetensors;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kFfn = BOUNDARY_SOURCE_DIR "/fixtures/constants/muse-spark-post-ffn.json";
+const fs::path kSchema = BOUNDARY_SOURCE_DIR "/verify/report-schema.json";
+constexpr std::int64_t kRows = 5;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("boundary-replay-" + std::to_string(std::random_device{}()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// A fixture whose recorded outputs are the emulator's: inputs from generate_inputs, metadata as
+// a capture would write it, minus the provenance keys (replay must not need them).
+st::File make_fixture(std::int64_t rows = kRows, bool with_new_stream = true) {
+  const Constants c = read_constants(kFfn);
+  st::File f = generate_inputs(c, rows, 7);
+  st::Tensor out = st::make_tensor(st::Dtype::BF16, {rows, kH});
+  st::Tensor new_stream = st::make_tensor(st::Dtype::F32, {rows, kH});
+  const BoundTensors bound = bind_inputs(f, c, "fixture");
+  ref::Outputs o;
+  o.out = out.data<std::uint16_t>();
+  o.new_stream = new_stream.data<float>();
+  ref::Boundary(c, bound.operands).run(bound.inputs, o, 2);
+  f.tensors["out"] = std::move(out);
+  if (with_new_stream) f.tensors["new_stream"] = std::move(new_stream);
+  f.metadata["constants"] = constants_to_json(c).dump();
+  f.metadata["kernel"] = "draft_boundary";
+  f.metadata["variant"] = "f32-stored";
+  f.metadata.erase("seed");  // generate_inputs' provenance: a fixture need not have any
+  return f;
+}
+
+std::uint16_t& out_at(st::File& f, std::int64_t row, std::int64_t column) {
+  return f.tensors.at("out").data<std::uint16_t>()[row * kH + column];
+}
+std::uint32_t& new_stream_at(st::File& f, std::int64_t row, std::int64_t column) {
+  return f.tensors.at("new_stream").data<std::uint32_t>()[row * kH + column];
+}
+
+cli::ReplayOptions options_for(const fs::path& file) {
+  cli::ReplayOptions o;
+  o.files = {file};
+  o.threads = 2;
+  return o;
+}
+
+// The file's count for (check, tensor); null when absent, so that .at() fails the check cleanly.
+json find_count(const json& file, const std::string& check, const std::string& tensor) {
+  for (const json& c : file.at("counts"))
+    if (c.at("check") == check && c.at("tensor") == tensor) return c;
+  return nullptr;
+}
+
+std::string hex(std::uint32_t bits, int digits) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%0*X", digits, bits);
+  return text;
+}
+
+// ---- A validator for the subset of JSON Schema (draft 2020-12) that report-schema.json uses.
+// Unknown keywords are errors, so the schema cannot lean on something this does not check.
+struct SchemaValidator {
+  const json& root;
+  std::vector<std::string> errors;
+
+  static bool has_type(const json& v, const std::string& t) {
+    if (t == "integer") return v.is_number_integer();
+    if (t == "number") return v.is_number();
+    if (t == "null") return v.is_null();
+    return v.type_name() == t;  // object, array, string, boolean
+  }
+
+  void validate(const json& s, const json& v, const std::string& at) {
+    for (const auto& [key, arg] : s.items()) {
+      if (key == "type") {
+        const json types = arg.is_array() ? arg : json::array({arg});
+        if (std::none_of(types.begin(), types.end(), [&](const json& t) { return has_type(v, t); }))
+          errors.push_back(at + ": is " + v.type_name() + ", schema wants " + arg.dump());
+      } else if (key == "enum") {
+        if (std::find(arg.begin(), arg.end(), v) == arg.end()) errors.push_back(at + ": " + v.dump() + " not in enum");
+      } else if (key == "required" && v.is_object()) {
+        for (const json& k : arg)
+          if (!v.contains(k.get<std::string>())) errors.push_back(at + ": missing key " + k.dump());
+      } else if (key == "properties" && v.is_object()) {
+        for (const auto& [name, sub] : arg.items())
+          if (v.contains(name)) validate(sub, v[name], at + "." + name);
+      } else if (key == "additionalProperties" && v.is_object()) {
+        for (const auto& [name, value] : v.items())
+          if (!s.contains("properties") || !s["properties"].contains(name)) validate(arg, value, at + "." + name);
+      } else if (key == "items" && v.is_array()) {
+        for (std::size_t i = 0; i < v.size(); ++i) validate(arg, v[i], at + "[" + std::to_string(i) + "]");
+      } else if (key == "pattern" && v.is_string()) {
+        if (!std::regex_search(v.get<std::string>(), std::regex(arg.get<std::string>())))
+          errors.push_back(at + ": " + v.dump() + " does not match " + arg.dump());
+      } else if (key == "minimum" && v.is_number()) {
+        if (v.get<double>() < arg.get<double>()) errors.push_back(at + ": " + v.dump() + " below minimum");
+      } else if (key == "$ref") {
+        validate(root.at(json::json_pointer(arg.get<std::string>().substr(1))), v, at);
+      } else if (key != "$schema" && key != "$id" && key != "$defs" && key != "title" && key != "description" &&
+                 key != "required" && key != "properties" && key != "additionalProperties" && key != "items" &&
+                 key != "pattern" && key != "minimum") {
+        errors.push_back(at + ": schema keyword '" + key + "' is not supported by this validator");
+      }
+    }
+  }
+};
+
+std::vector<std::string> schema_errors(const json& instance) {
+  std::ifstream in(kSchema);
+  const json schema = json::parse(in);
+  SchemaValidator v{schema, {}};
+  v.validate(schema, instance, "$");
+  return v.errors;
+}
+
+}  // namespace
+
+TEST_CASE("ulp distance and value class, from bit patterns") {
+  using report::ulp_distance_bf16, report::ulp_distance_f32, report::value_class_bf16, report::value_class_f32;
+  SUBCASE("bf16") {
+    CHECK(ulp_distance_bf16(0x3F80, 0x3F80) == 0);
+    CHECK(ulp_distance_bf16(0x3F80, 0x3F81) == 1);
+    CHECK(ulp_distance_bf16(0x3F81, 0x3F80) == 1);
+    CHECK(ulp_distance_bf16(0x0000, 0x8000) == 1);  // +0 and -0: adjacent, not equal
+    CHECK(ulp_distance_bf16(0x0001, 0x8001) == 3);  // +min subnormal .. -min subnormal, across both zeros
+    CHECK(ulp_distance_bf16(0x7F7F, 0x7F80) == 1);  // largest finite to +inf
+    CHECK(ulp_distance_bf16(0xFF80, 0x7F80) == 2 * 0x7F80 + 1);
+    CHECK(ulp_distance_bf16(0x7FC0, 0x3F80) == -1);  // NaN
+    CHECK(ulp_distance_bf16(0x3F80, 0xFFFF) == -1);
+    CHECK(ulp_distance_bf16(0x7FFF, 0x7FFF) == -1);  // even equal NaNs have no distance
+    CHECK(value_class_bf16(0x0000) == "+zero");
+    CHECK(value_class_bf16(0x8000) == "-zero");
+    CHECK(value_class_bf16(0x0001) == "+subnormal");
+    CHECK(value_class_bf16(0x807F) == "-subnormal");
+    CHECK(value_class_bf16(0x0080) == "+normal");  // smallest normal
+    CHECK(value_class_bf16(0xFF7F) == "-normal");  // most negative finite
+    CHECK(value_class_bf16(0x7F80) == "+inf");
+    CHECK(value_class_bf16(0xFF80) == "-inf");
+    CHECK(value_class_bf16(0x7F81) == "+nan");
+    CHECK(value_class_bf16(0xFFC0) == "-nan");
+  }
+  SUBCASE("f32") {
+    CHECK(ulp_distance_f32(0x3F800000u, 0x3F800001u) == 1);
+    CHECK(ulp_distance_f32(0x00000000u, 0x80000000u) == 1);
+    CHECK(ulp_distance_f32(0x7F7FFFFFu, 0x7F800000u) == 1);
+    CHECK(ulp_distance_f32(0xFF800000u, 0x7F800000u) == 2 * std::int64_t{0x7F800000} + 1);  // beyond 32 bits
+    CHECK(ulp_distance_f32(0x7FFFFFFFu, 0x3F800000u) == -1);
+    CHECK(ulp_distance_f32(0x00000000u, 0xFFC00000u) == -1);
+    CHECK(value_class_f32(0x00000000u) == "+zero");
+    CHECK(value_class_f32(0x80000000u) == "-zero");
+    CHECK(value_class_f32(0x00000001u) == "+subnormal");
+    CHECK(value_class_f32(0x807FFFFFu) == "-subnormal");
+    CHECK(value_class_f32(0x00800000u) == "+normal");
+    CHECK(value_class_f32(0xBF800000u) == "-normal");
+    CHECK(value_class_f32(0x7F800000u) == "+inf");
+    CHECK(value_class_f32(0xFF800000u) == "-inf");
+    CHECK(value_class_f32(0x7F800001u) == "+nan");
+    CHECK(value_class_f32(0xFFC00000u) == "-nan");
+  }
+}
+
+TEST_CASE("replay: a fixture of the emulator's own outputs is equal in every element") {
+  TempDir dir;
+  const fs::path path = dir.path / "clean.safetensors";
+  st::write_file(path, make_fixture());
+  int code = -1;
+  const json r = cli::run_replay(options_for(path), &code);
+  CHECK(code == cli::kSuccess);
+  CHECK(r["exit_code"] == 0);
+  CHECK(r["result"] == "equal");
+  CHECK(r["schema_version"] == "boundary-verify/report/1");
+  CHECK(r["gpu"] == "not requested");
+  CHECK(r["environment"]["gpu"].is_null());
+  CHECK(r["counts"]["elements_compared"] == 2 * kRows * kH);
+  CHECK(r["counts"]["mismatches"] == 0);
+  CHECK(r["mismatches"]["items"].empty());
+  REQUIRE(r["files"].size() == 1);
+  const json& f = r.at("files").at(0);
+  CHECK(f["path"] == path.string());
+  CHECK(f["kernel"] == "draft_boundary");
+  CHECK(f["variant"] == "f32-stored");
+  CHECK(f["rows"] == kRows);
+  CHECK(f["checks"] == json::array({"emulator"}));
+  CHECK(f["provenance"].empty());
+  for (const char* tensor : {"out", "new_stream"}) {
+    const json c = find_count(f, "emulator", tensor);
+    REQUIRE_MESSAGE(c.is_object(), tensor);
+    CHECK(c["compared"] == kRows * kH);
+    CHECK(c["mismatches"] == 0);
+  }
+  CHECK(cli::format_replay(r).find("every bit equal") != std::string::npos);
+}
+
+TEST_CASE("replay: without new_stream only out is compared; provenance keys are reported when present") {
+  TempDir dir;
+  st::File fixture = make_fixture(kRows, /*with_new_stream=*/false);
+  fixture.metadata.erase("kernel");
+  fixture.metadata["gpu"] = "NVIDIA H200";
+  fixture.metadata["seed"] = "7";
+  st::write_file(dir.path / "f.safetensors", fixture);
+  int code = -1;
+  const json r = cli::run_replay(options_for(dir.path / "f.safetensors"), &code);
+  CHECK(code == cli::kSuccess);
+  const json& f = r.at("files").at(0);
+  CHECK(f["counts"].size() == 1);
+  CHECK(find_count(f, "emulator", "out").is_object());
+  CHECK(f["kernel"].is_null());
+  CHECK(f["provenance"] == json{{"gpu", "NVIDIA H200"}, {"seed", "7"}});
+  CHECK(r["counts"]["elements_compared"] == kRows * kH);
+}
+
+TEST_CASE("replay names exactly the flipped bits: file, tensor, row, column, bits, ulp, classes") {
+  TempDir dir;
+  st::File fixture = make_fixture();
+  // The lowest mantissa bit: one ulp away, same class (the values are normal, checked below).
+  const std::uint16_t out_before = out_at(fixture, 3, 1234);
+  const std::uint32_t ns_before = new_stream_at(fixture, 1, 8000);
+  REQUIRE(report::value_class_bf16(out_before).substr(1) == "normal");
+  REQUIRE(report::value_class_f32(ns_before).substr(1) == "normal");
+  out_at(fixture, 3, 1234) ^= 1;
+  new_stream_at(fixture, 1, 8000) ^= 1;
+  const fs::path path = dir.path / "flipped.safetensors";
+  st::write_file(path, fixture);
+
+  int code = -1;
+  const json r = cli::run_replay(options_for(path), &code);
+  CHECK(code == cli::kMismatch);
+  CHECK(r["result"] == "mismatch");
+  CHECK(r["counts"]["mismatches"] == 2);
+  CHECK(r["mismatches"]["total"] == 2);
+  CHECK(r["mismatches"]["truncated"] == false);
+  CHECK(find_count(r.at("files").at(0), "emulator", "out").at("mismatches") == 1);
+  CHECK(find_count(r.at("files").at(0), "emulator", "new_stream").at("mismatches") == 1);
+  const json& items = r["mismatches"]["items"];
+  REQUIRE(items.size() == 2);
+  const std::string out_class = report::value_class_bf16(out_before);
+  CHECK(items[0] == json{{"suite", ""}, {"pair", "emulator vs fixture"}, {"variant", "f32-stored"},
+                         {"file", path.string()}, {"tensor", "out"}, {"row", 3}, {"column", 1234},
+                         {"dtype", "BF16"}, {"expected_bits", hex(out_before ^ 1u, 4)},
+                         {"actual_bits", hex(out_before, 4)}, {"ulp_distance", 1},
+                         {"expected_class", out_class}, {"actual_class", out_class}});
+  const std::string ns_class = report::value_class_f32(ns_before);
+  CHECK(items[1] == json{{"suite", ""}, {"pair", "emulator vs fixture"}, {"variant", "f32-stored"},
+                         {"file", path.string()}, {"tensor", "new_stream"}, {"row", 1}, {"column", 8000},
+                         {"dtype", "F32"}, {"expected_bits", hex(ns_before ^ 1u, 8)},
+                         {"actual_bits", hex(ns_before, 8)}, {"ulp_distance", 1},
+                         {"expected_class", ns_class}, {"actual_class", ns_class}});
+  const std::string text = cli::format_replay(r);
+  CHECK(text.find("2 mismatches") != std::string::npos);
+  CHECK(text.find("[row 3, column 1234]") != std::string::npos);
+  CHECK(text.find(hex(out_before, 4)) != std::string::npos);
+}
+
+TEST_CASE("replay: a class change is reported (a planted NaN and a planted -0)") {
+  TempDir dir;
+  st::File fixture = make_fixture();
+  const std::uint16_t before = out_at(fixture, 0, 0);
+  out_at(fixture, 0, 0) = 0x7FFF;
+  out_at(fixture, 4, 8191) = 0x8000;
+  const std::uint16_t last_before = make_fixture().tensors.at("out").data<std::uint16_t>()[4 * kH + 8191];
+  st::write_file(dir.path / "f.safetensors", fixture);
+  const json r = cli::run_replay(options_for(dir.path / "f.safetensors"), nullptr);
+  const json& items = r["mismatches"]["items"];
+  REQUIRE(items.size() == 2);
+  CHECK(items[0]["expected_class"] == "+nan");
+  CHECK(items[0]["actual_class"] == report::value_class_bf16(before));
+  CHECK(items[0]["ulp_distance"] == -1);
+  CHECK(items[1]["row"] == 4);
+  CHECK(items[1]["column"] == 8191);
+  CHECK(items[1]["expected_class"] == "-zero");
+  CHECK(items[1]["ulp_distance"] == report::ulp_distance_bf16(0x8000, last_before));
+}
+
+TEST_CASE("replay: the mismatch cap limits the list, never the counts") {
+  TempDir dir;
+  st::File fixture = make_fixture();
+  for (std::int64_t i = 0; i < 50; ++i) out_at(fixture, i % kRows, 100 * i) ^= 0x10;
+  new_stream_at(fixture, 2, 5) ^= 0x100;
+  const fs::path path = dir.path / "many.safetensors";
+  st::write_file(path, fixture);
+  cli::ReplayOptions o = options_for(path);
+  for (std::size_t cap : {std::size_t{0}, std::size_t{7}, std::size_t{51}, std::size_t{1000}}) {
+    CAPTURE(cap);
+    o.max_mismatches = cap;
+    int code = -1;
+    const json r = cli::run_replay(o, &code);
+    CHECK(code == cli::kMismatch);
+    CHECK(r["mismatches"]["total"] == 51);
+    CHECK(r["mismatches"]["listed"] == std::min<std::size_t>(cap, 51));
+    CHECK(r["mismatches"]["items"].size() == std::min<std::size_t>(cap, 51));
+    CHECK(r["mismatches"]["cap"] == cap);
+    CHECK(r["mismatches"]["truncated"] == (cap < 51));
+    CHECK(find_count(r.at("files").at(0), "emulator", "out").at("mismatches") == 50);
+    CHECK(find_count(r.at("files").at(0), "emulator", "new_stream").at("mismatches") == 1);
+  }
+}
+
+TEST_CASE("replay: several files are counted apart") {
+  TempDir dir;
+  st::write_file(dir.path / "a.safetensors", make_fixture());
+  st::File b = make_fixture(2);
+  out_at(b, 1, 9) ^= 1;
+  st::write_file(dir.path / "b.safetensors", b);
+  cli::ReplayOptions o = options_for(dir.path / "a.safetensors");
+  o.files.push_back(dir.path / "b.safetensors");
+  int code = -1;
+  const json r = cli::run_replay(o, &code);
+  CHECK(code == cli::kMismatch);
+  REQUIRE(r["files"].size() == 2);
+  CHECK(find_count(r.at("files").at(0), "emulator", "out").at("mismatches") == 0);
+  CHECK(find_count(r.at("files").at(1), "emulator", "out").at("mismatches") == 1);
+  CHECK(r.at("files").at(1)["rows"] == 2);
+  CHECK(r["counts"]["elements_compared"] == 2 * (kRows + 2) * kH);
+  CHECK(r.at("mismatches").at("items").at(0)["file"] == (dir.path / "b.safetensors").string());
+}
+
+TEST_CASE("replay: bad fixtures are InputErrors naming the file, and no report is written") {
+  TempDir dir;
+  const fs::path path = dir.path / "bad.safetensors";
+  cli::ReplayOptions o = options_for(path);
+  o.report = dir.path / "report.json";
+  auto expect_error = [&](const st::File& f, const std::string& words) {
+    st::write_file(path, f);
+    CHECK_THROWS_WITH_AS(cli::run_replay(o, nullptr), doctest::Contains(words.c_str()), InputError);
+    CHECK_THROWS_WITH_AS(cli::run_replay(o, nullptr), doctest::Contains(path.string().c_str()), InputError);
+    CHECK_FALSE(fs::exists(*o.report));
+  };
+  st::File f = make_fixture(1);
+  f.metadata.erase("constants");
+  expect_error(f, "no 'constants'");
+  f = make_fixture(1);
+  f.metadata["constants"] = "{\"post_eps\": 1e-8";
+  expect_error(f, "constants");
+  f = make_fixture(1);
+  f.metadata["constants"] = R"({"post_eps": 1e-8, "pre_eps": 1e-5, "post_gain_center": null, "pre_gain_center": null})";
+  expect_error(f, "'post_weight'");  // the constants say no weight, the fixture has one
+  f = make_fixture(1);
+  f.tensors["out"] = st::make_tensor(st::Dtype::BF16, {2, kH});
+  expect_error(f, "'out'");
+  f = make_fixture(1);
+  f.tensors["out"] = st::make_tensor(st::Dtype::F32, {1, kH});
+  expect_error(f, "'out'");
+  f = make_fixture(1);
+  f.tensors.erase("out");
+  expect_error(f, "no tensor 'out'");
+  f = make_fixture(1);
+  f.tensors["new_stream"] = st::make_tensor(st::Dtype::BF16, {1, kH});
+  expect_error(f, "'new_stream'");
+  f = make_fixture(1);
+  f.tensors.erase("alpha");
+  expect_error(f, "'alpha'");
+
+  // A good first file does not save a bad second one: nothing is written.
+  st::write_file(dir.path / "good.safetensors", make_fixture(1));
+  o.files = {dir.path / "good.safetensors", dir.path / "missing.safetensors"};
+  CHECK_THROWS_WITH_AS(cli::run_replay(o, nullptr), doctest::Contains("missing.safetensors"), InputError);
+  CHECK_FALSE(fs::exists(*o.report));
+  o.files.clear();
+  CHECK_THROWS_AS(cli::run_replay(o, nullptr), InputError);
+}
+
+TEST_CASE("replay --report writes the returned JSON, atomically, and a bad report path is an InputError") {
+  TempDir dir;
+  st::write_file(dir.path / "f.safetensors", make_fixture(2));
+  cli::ReplayOptions o = options_for(dir.path / "f.safetensors");
+  o.report = dir.path / "report.json";
+  {
+    std::ofstream old(*o.report);
+    old << "old";
+  }
+  const json r = cli::run_replay(o, nullptr);
+  std::ifstream in(*o.report);
+  CHECK(json::parse(in) == r);
+  for (const auto& entry : fs::directory_iterator(dir.path))  // no temporary left behind
+    CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+  o.report = dir.path / "no-such-dir" / "report.json";
+  CHECK_THROWS_WITH_AS(cli::run_replay(o, nullptr), doctest::Contains("no-such-dir"), InputError);
+}
+
+TEST_CASE("replay --gpu: without a device the CPU replay is still reported, exit 77") {
+  TempDir dir;
+  const fs::path path = dir.path / "f.safetensors";
+  st::write_file(path, make_fixture(2));
+  cli::ReplayOptions o = options_for(path);
+  o.gpu = true;
+  int code = -1;
+  SUBCASE("no hook in this build") {
+    const json r = cli::run_replay(o, &code);
+    CHECK(code == cli::kNoDevice);
+    CHECK(r["exit_code"] == 77);
+    CHECK(r["gpu"].get<std::string>().rfind("not run: no CUDA device", 0) == 0);
+    CHECK(r.at("files").at(0)["checks"] == json::array({"emulator"}));
+    CHECK(r["counts"]["elements_compared"] == 2 * 2 * kH);
+    CHECK(cli::format_replay(r).find("GPU checks: not run: no CUDA device") != std::string::npos);
+  }
+  SUBCASE("a hook that finds no device") {
+    bool ran = false;
+    o.gpu_hook.probe = [] { return std::optional<report::GpuInfo>(); };
+    o.gpu_hook.run = [&](auto&&...) { ran = true; return std::vector<cli::ReplayedOutputs>(); };
+    const json r = cli::run_replay(o, &code);
+    CHECK(code == cli::kNoDevice);
+    CHECK(r["gpu"] == "not run: no CUDA device");
+    CHECK_FALSE(ran);
+  }
+  SUBCASE("mismatching bits outrank the missing device") {
+    st::File f = make_fixture(2);
+    out_at(f, 0, 0) ^= 1;
+    st::write_file(path, f);
+    CHECK(cli::run_replay(o, &code)["exit_code"] == 1);
+    CHECK(code == cli::kMismatch);
+  }
+}
+
+namespace {
+
+// A stand-in for the CUDA build's hook: "gpu:fused" returns the fixture's own outputs with one
+// bit flipped, "gpu:eager" returns them unchanged.
+cli::GpuReplayHook fake_gpu(const st::File& fixture) {
+  cli::GpuReplayHook hook;
+  hook.probe = [] { return std::optional<report::GpuInfo>(report::GpuInfo{"Fake H200", "9.0", "580.1", "13.0"}); };
+  hook.run = [&fixture](const Constants&, const BoundTensors& bound, const std::map<std::string, std::string>& metadata,
+                        bool store_stream) {
+    CHECK(bound.m == fixture.tensors.at("out").shape[0]);
+    CHECK(metadata.at("kernel") == "draft_boundary");
+    CHECK(store_stream);
+    cli::ReplayedOutputs fused{"gpu:fused", fixture.tensors.at("out"), fixture.tensors.at("new_stream")};
+    fused.out.data<std::uint16_t>()[kH + 2] ^= 0x8000;  // row 1, column 2: the sign
+    cli::ReplayedOutputs eager{"gpu:eager", fixture.tensors.at("out"), fixture.tensors.at("new_stream")};
+    return std::vector<cli::ReplayedOutputs>{fused, eager};
+  };
+  return hook;
+}
+
+}  // namespace
+
+TEST_CASE("replay --gpu with a device: the hook's outputs are compared with the fixture's") {
+  TempDir dir;
+  const fs::path path = dir.path / "f.safetensors";
+  const st::File fixture = make_fixture(2);
+  st::write_file(path, fixture);
+  cli::ReplayOptions o = options_for(path);
+  o.gpu = true;
+  o.gpu_hook = fake_gpu(fixture);
+  int code = -1;
+  const json r = cli::run_replay(o, &code);
+  CHECK(code == cli::kMismatch);
+  CHECK(r["gpu"] == "run");
+  CHECK(r["environment"]["gpu"] == json{{"name", "Fake H200"}, {"compute_capability", "9.0"}, {"driver", "580.1"}, {"cuda", "13.0"}});
+  const json& f = r.at("files").at(0);
+  CHECK(f["checks"] == json::array({"emulator", "gpu:fused", "gpu:eager"}));
+  CHECK(find_count(f, "gpu:fused", "out").at("mismatches") == 1);
+  CHECK(find_count(f, "gpu:fused", "new_stream").at("mismatches") == 0);
+  CHECK(find_count(f, "gpu:eager", "out").at("mismatches") == 0);
+  CHECK(r["counts"]["elements_compared"] == 3 * 2 * 2 * kH);
+  REQUIRE(r["mismatches"]["items"].size() == 1);
+  const json& m = r.at("mismatches").at("items").at(0);
+  CHECK(m["pair"] == "gpu:fused vs fixture");
+  CHECK(m["row"] == 1);
+  CHECK(m["column"] == 2);
+  const std::uint16_t recorded = fixture.tensors.at("out").data<std::uint16_t>()[kH + 2];
+  CHECK(m["expected_bits"] == hex(recorded, 4));
+  CHECK(m["actual_bits"] == hex(recorded ^ 0x8000u, 4));
+  CHECK(m["expected_class"].get<std::string>().substr(1) == m["actual_class"].get<std::string>().substr(1));
+  CHECK(m["expected_class"] != m["actual_class"]);
+}
+
+TEST_CASE("the report matches verify/report-schema.json, and the check can fail") {
+  TempDir dir;
+  const fs::path path = dir.path / "f.safetensors";
+  st::File fixture = make_fixture(2);
+  fixture.metadata["gpu"] = "NVIDIA H200";
+  st::write_file(path, fixture);
+  cli::ReplayOptions o = options_for(path);
+  o.gpu = true;
+  o.gpu_hook = fake_gpu(fixture);  // a device, a GPU check, a mismatch: every part of the report filled
+  json r = cli::run_replay(o, nullptr);
+  REQUIRE(!r["mismatches"]["items"].empty());
+  CHECK(schema_errors(r) == std::vector<std::string>{});
+  o.gpu = false;  // environment.gpu null, no mismatches
+  CHECK(schema_errors(cli::run_replay(o, nullptr)) == std::vector<std::string>{});
+
+  // The validator sees what it must: a missing key, a wrong type, a value outside an enum.
+  json broken = r;
+  broken["mismatches"]["items"][0].erase("ulp_distance");
+  CHECK(schema_errors(broken).size() == 1);
+  broken = r;
+  broken["files"][0]["rows"] = "2";
+  CHECK(schema_errors(broken).size() == 1);
+  broken = r;
+  broken["mismatches"]["items"][0]["actual_class"] = "normal";
+  CHECK(schema_errors(broken).size() == 1);
+  broken = r;
+  broken["mismatches"]["items"][0]["expected_bits"] = "0x3f80";
+  CHECK(schema_errors(broken).size() == 1);
+  broken = r;
+  broken["environment"]["gpu"].erase("driver");
+  CHECK(schema_errors(broken).size() == 1);
+}
