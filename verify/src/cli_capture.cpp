@@ -6,6 +6,7 @@
 #include <boundary/gpu/device_buffer.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #include <boundary/reference.hpp>
+#include <boundary/replay.hpp>
 #include <boundary/version.hpp>
 
 #include <cuda_runtime_api.h>
@@ -42,6 +43,15 @@ CLI::App* setup_capture(CLI::App& app, CaptureOptions& o) {
 }
 
 namespace {
+
+struct KernelOutputs {
+  std::vector<std::uint16_t> out;
+  std::vector<float> new_stream;  // empty when the stream is not stored
+};
+struct GpuRun {
+  KernelOutputs fused, eager;
+  gpu::Variant variant;
+};
 
 struct Disagreement {
   std::string pair, tensor;
@@ -81,6 +91,70 @@ std::string utc_now() {
   return buf;
 }
 
+// Both GPU implementations on a bound fixture: each one's outputs, poisoned first so that an
+// unwritten element cannot pass.
+GpuRun run_on_gpu(const Constants& constants, const BoundTensors& bound, bool store, std::optional<bool> late_gates,
+                  bool pdl) {
+  const std::int64_t m = bound.m;
+  const auto n = static_cast<std::size_t>(m) * kH;
+  const bool f32 = bound.inputs.stream_dtype == StreamDtype::f32;
+  using gpu::Dtype;
+  auto weight_dtype = [](WeightDtype d) { return d == WeightDtype::bf16 ? Dtype::bf16 : d == WeightDtype::fp16 ? Dtype::f16 : Dtype::f32; };
+  auto upload_weight = [&](const NormConstants& norm, const void* w) -> std::optional<gpu::DeviceBuffer> {
+    if (!norm.has_weight()) return std::nullopt;
+    return gpu::DeviceBuffer(w, kH * (norm.weight_dtype == WeightDtype::fp32 ? 4u : 2u));
+  };
+  const gpu::DeviceBuffer alpha(bound.operands.alpha, kH * 4), beta(bound.operands.beta, kH * 4);
+  const auto post_w = upload_weight(constants.post, bound.operands.post_weight);
+  const auto pre_w = upload_weight(constants.pre, bound.operands.pre_weight);
+  gpu::Operands ops{alpha.view(Dtype::f32, {kH}), beta.view(Dtype::f32, {kH}), std::nullopt, std::nullopt};
+  if (post_w) ops.post_weight = post_w->view(weight_dtype(constants.post.weight_dtype), {kH});
+  if (pre_w) ops.pre_weight = pre_w->view(weight_dtype(constants.pre.weight_dtype), {kH});
+  const gpu::DeviceBuffer branch(bound.inputs.branch, n * 2), stream(bound.inputs.stream, n * (f32 ? 4 : 2));
+  const gpu::TensorView branch_v = branch.view(Dtype::bf16, {m, kH});
+  const gpu::TensorView stream_v = stream.view(f32 ? Dtype::f32 : Dtype::bf16, {m, kH});
+
+  gpu::DraftBoundary fused(constants, ops);
+  gpu::EagerChain eager(constants, ops);
+  gpu::Variant variant = fused.variant_for(m, bound.inputs.stream_dtype, store, pdl);
+  if (late_gates) variant.late_gates = *late_gates;
+
+  // Each kernel's outputs, poisoned first so that an unwritten element cannot pass.
+  auto launch = [&](auto&& run) {
+    gpu::DeviceBuffer out(n * 2), new_stream = store ? gpu::DeviceBuffer(n * 4) : gpu::DeviceBuffer();
+    out.fill(0xFF);
+    if (store) new_stream.fill(0xFF);
+    run(gpu::Outputs{out.view(Dtype::bf16, {m, kH}), new_stream.view(Dtype::f32, {m, kH})});
+    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
+      throw gpu::CudaError(std::string("kernel execution: ") + cudaGetErrorName(e));
+    KernelOutputs r;
+    r.out.resize(n);
+    out.download(r.out.data(), n * 2);
+    if (store) {
+      r.new_stream.resize(n);
+      new_stream.download(r.new_stream.data(), n * 4);
+    }
+    return r;
+  };
+  fused.prepare(variant);
+  GpuRun result;
+  result.variant = variant;
+  result.fused = launch([&](const gpu::Outputs& out) { fused.run(branch_v, stream_v, out, nullptr, variant); });
+  result.eager = launch([&](const gpu::Outputs& out) { eager.run(branch_v, stream_v, out, nullptr); });
+  return result;
+}
+
+std::optional<report::GpuInfo> gpu_info() {
+  if (!gpu::device_available()) return std::nullopt;
+  cudaDeviceProp prop{};
+  int device = 0, runtime = 0;
+  cudaGetDevice(&device);
+  cudaGetDeviceProperties(&prop, device);
+  cudaRuntimeGetVersion(&runtime);
+  return report::GpuInfo{prop.name, std::to_string(prop.major) + "." + std::to_string(prop.minor), driver_version(),
+                         std::to_string(runtime)};
+}
+
 }  // namespace
 
 nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
@@ -115,51 +189,12 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   const auto n = static_cast<std::size_t>(m) * kH;
   const bool store = !o.no_store_stream;
   const bool f32 = bound.inputs.stream_dtype == StreamDtype::f32;
-  using gpu::Dtype;
-  auto weight_dtype = [](WeightDtype d) { return d == WeightDtype::bf16 ? Dtype::bf16 : d == WeightDtype::fp16 ? Dtype::f16 : Dtype::f32; };
-  auto upload_weight = [&](const NormConstants& norm, const void* w) -> std::optional<gpu::DeviceBuffer> {
-    if (!norm.has_weight()) return std::nullopt;
-    return gpu::DeviceBuffer(w, kH * (norm.weight_dtype == WeightDtype::fp32 ? 4u : 2u));
-  };
-  const gpu::DeviceBuffer alpha(bound.operands.alpha, kH * 4), beta(bound.operands.beta, kH * 4);
-  const auto post_w = upload_weight(constants.post, bound.operands.post_weight);
-  const auto pre_w = upload_weight(constants.pre, bound.operands.pre_weight);
-  gpu::Operands ops{alpha.view(Dtype::f32, {kH}), beta.view(Dtype::f32, {kH}), std::nullopt, std::nullopt};
-  if (post_w) ops.post_weight = post_w->view(weight_dtype(constants.post.weight_dtype), {kH});
-  if (pre_w) ops.pre_weight = pre_w->view(weight_dtype(constants.pre.weight_dtype), {kH});
-  const gpu::DeviceBuffer branch(bound.inputs.branch, n * 2), stream(bound.inputs.stream, n * (f32 ? 4 : 2));
-  const gpu::TensorView branch_v = branch.view(Dtype::bf16, {m, kH});
-  const gpu::TensorView stream_v = stream.view(f32 ? Dtype::f32 : Dtype::bf16, {m, kH});
-
-  gpu::DraftBoundary fused(constants, ops);
-  gpu::EagerChain eager(constants, ops);
-  gpu::Variant variant = fused.variant_for(m, bound.inputs.stream_dtype, store, !o.no_pdl);
-  if (o.gates != "auto") variant.late_gates = o.gates == "late";
-
-  // Each kernel's outputs, poisoned first so that an unwritten element cannot pass.
-  struct Result {
-    gpu::DeviceBuffer out, new_stream;
-    std::vector<std::uint16_t> host_out;
-    std::vector<float> host_new_stream;
-  };
-  auto launch = [&](auto&& run) {
-    Result r{gpu::DeviceBuffer(n * 2), store ? gpu::DeviceBuffer(n * 4) : gpu::DeviceBuffer(), {}, {}};
-    r.out.fill(0xFF);
-    if (store) r.new_stream.fill(0xFF);
-    run(gpu::Outputs{r.out.view(Dtype::bf16, {m, kH}), r.new_stream.view(Dtype::f32, {m, kH})});
-    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
-      throw gpu::CudaError(std::string("kernel execution: ") + cudaGetErrorName(e));
-    r.host_out.resize(n);
-    r.out.download(r.host_out.data(), n * 2);
-    if (store) {
-      r.host_new_stream.resize(n);
-      r.new_stream.download(r.host_new_stream.data(), n * 4);
-    }
-    return r;
-  };
-  fused.prepare(variant);
-  const Result hw = launch([&](const gpu::Outputs& out) { fused.run(branch_v, stream_v, out, nullptr, variant); });
-  const Result chain = launch([&](const gpu::Outputs& out) { eager.run(branch_v, stream_v, out, nullptr); });
+  std::optional<bool> late;
+  if (o.gates != "auto") late = o.gates == "late";
+  const GpuRun gpu_run = run_on_gpu(constants, bound, store, late, !o.no_pdl);
+  const KernelOutputs& hw = gpu_run.fused;
+  const KernelOutputs& chain = gpu_run.eager;
+  const gpu::Variant& variant = gpu_run.variant;
 
   std::vector<std::uint16_t> emu_out(n);
   std::vector<float> emu_ns(store ? n : 0);
@@ -170,22 +205,18 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
 
   std::vector<Disagreement> where;
   std::int64_t differing = 0;
-  for (const auto& [pair, r] : {std::pair<const char*, const Result*>{"emulator vs fused", &hw}, {"emulator vs eager", &chain}}) {
-    differing += compare(pair, "out", emu_out.data(), r->host_out.data(), static_cast<std::int64_t>(n), where, 10);
-    if (store) differing += compare(pair, "new_stream", emu_ns.data(), r->host_new_stream.data(), static_cast<std::int64_t>(n), where, 10);
+  for (const auto& [pair, r] : {std::pair<const char*, const KernelOutputs*>{"emulator vs fused", &hw}, {"emulator vs eager", &chain}}) {
+    differing += compare(pair, "out", emu_out.data(), r->out.data(), static_cast<std::int64_t>(n), where, 10);
+    if (store) differing += compare(pair, "new_stream", emu_ns.data(), r->new_stream.data(), static_cast<std::int64_t>(n), where, 10);
   }
 
-  cudaDeviceProp prop{};
-  int device = 0, runtime = 0;
-  cudaGetDevice(&device);
-  cudaGetDeviceProperties(&prop, device);
-  cudaRuntimeGetVersion(&runtime);
+  const report::GpuInfo info = *gpu_info();
   std::ostringstream variant_name;
   variant_name << "stream=" << (f32 ? "f32" : "bf16") << ",store_stream=" << store << ",late_gates=" << variant.late_gates
                << ",pdl=" << variant.pdl;
   nlohmann::json result = {
       {"command", "capture"}, {"rows", m}, {"inputs", o.generate_rows ? "generated (seed " + std::to_string(o.seed) + ")" : source},
-      {"variant", variant_name.str()}, {"gpu", prop.name}, {"output", o.output.string()}, {"differing_elements", differing}};
+      {"variant", variant_name.str()}, {"gpu", info.name}, {"output", o.output.string()}, {"differing_elements", differing}};
   if (differing) {
     nlohmann::json list = nlohmann::json::array();
     for (const Disagreement& d : where)
@@ -202,27 +233,58 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   fixture.metadata["constants"] = constants_to_json(constants).dump();
   fixture.metadata["kernel"] = "DraftBoundary (fused); checked equal to the eager chain and the emulator";
   fixture.metadata["variant"] = variant_name.str();
-  fixture.metadata["gpu"] = prop.name;
-  fixture.metadata["compute_capability"] = std::to_string(prop.major) + "." + std::to_string(prop.minor);
-  fixture.metadata["driver"] = driver_version();
-  fixture.metadata["cuda_runtime"] = std::to_string(runtime);
+  fixture.metadata["gpu"] = info.name;
+  fixture.metadata["compute_capability"] = info.compute_capability;
+  fixture.metadata["driver"] = info.driver;
+  fixture.metadata["cuda_runtime"] = info.cuda;
   fixture.metadata["project_version"] = kVersion;
   fixture.metadata["seed"] = o.generate_rows ? std::to_string(o.seed) : "";
   fixture.metadata["date"] = utc_now();
   fixture.metadata["producer"] = std::string("boundary-verify ") + kVersion + " capture";
   fixture.tensors = std::move(file.tensors);
   st::Tensor out_t = st::make_tensor(st::Dtype::BF16, {m, kH});
-  std::memcpy(out_t.data<std::uint16_t>(), hw.host_out.data(), n * 2);
+  std::memcpy(out_t.data<std::uint16_t>(), hw.out.data(), n * 2);
   fixture.tensors["out"] = std::move(out_t);
   if (store) {
     st::Tensor ns = st::make_tensor(st::Dtype::F32, {m, kH});
-    std::memcpy(ns.data<float>(), hw.host_new_stream.data(), n * 4);
+    std::memcpy(ns.data<float>(), hw.new_stream.data(), n * 4);
     fixture.tensors["new_stream"] = std::move(ns);
   }
   st::write_file(o.output, fixture);
   result["written"] = true;
   *exit_code = kSuccess;
   return result;
+}
+
+GpuReplayHook make_gpu_replay_hook() {
+  GpuReplayHook hook;
+  hook.probe = gpu_info;
+  hook.run = [](const Constants& constants, const BoundTensors& bound, const std::map<std::string, std::string>& metadata,
+                bool store_stream) {
+    if (!bound.partial_rows.empty())
+      throw InputError("'partials' need the fused all-reduce boundary, which replay --gpu does not run yet");
+    // The fixture's own variant where it names one (capture writes "late_gates=0,pdl=1").
+    std::optional<bool> late;
+    bool pdl = true;
+    if (const auto v = metadata.find("variant"); v != metadata.end()) {
+      if (v->second.find("late_gates=1") != std::string::npos) late = true;
+      if (v->second.find("late_gates=0") != std::string::npos) late = false;
+      pdl = v->second.find("pdl=0") == std::string::npos;
+    }
+    GpuRun r = run_on_gpu(constants, bound, store_stream, late, pdl);
+    std::vector<ReplayedOutputs> outputs;
+    for (auto& [check, k] : {std::pair<const char*, KernelOutputs*>{"gpu:fused", &r.fused}, {"gpu:eager", &r.eager}}) {
+      ReplayedOutputs o{check, st::make_tensor(st::Dtype::BF16, {bound.m, kH}), std::nullopt};
+      std::memcpy(o.out.data<std::uint16_t>(), k->out.data(), k->out.size() * 2);
+      if (store_stream) {
+        o.new_stream = st::make_tensor(st::Dtype::F32, {bound.m, kH});
+        std::memcpy(o.new_stream->data<float>(), k->new_stream.data(), k->new_stream.size() * 4);
+      }
+      outputs.push_back(std::move(o));
+    }
+    return outputs;
+  };
+  return hook;
 }
 
 std::string format_capture(const nlohmann::json& r) {

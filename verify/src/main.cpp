@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
 #if BOUNDARY_WITH_GPU
   CaptureOptions capture;
   CLI::App* capture_cmd = setup_capture(app, capture);
+  replay.gpu_hook = make_gpu_replay_hook();
 #endif
   try {
     app.parse(argc, argv);

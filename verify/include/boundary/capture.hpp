@@ -4,6 +4,8 @@
 // emulator disagree, and says where.
 #pragma once
 
+#include <boundary/replay.hpp>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -32,5 +34,8 @@ CLI::App* setup_capture(CLI::App& app, CaptureOptions& options);
 // Sets *exit_code: 0 written, 1 kernels and emulator disagree (nothing written), 77 no device.
 nlohmann::json run_capture(const CaptureOptions& options, int* exit_code);
 std::string format_capture(const nlohmann::json& result);
+
+// replay --gpu: the fixture's inputs through the fused kernel and the eager chain on this GPU.
+GpuReplayHook make_gpu_replay_hook();
 
 }  // namespace boundary::cli
