@@ -38,6 +38,7 @@ step emulator_bench build-device/reference/boundary_emulator_bench --rows 4000
 step gpu_bench build-device/kernels/bench/boundary_gpu_bench --json "$out/gpu_bench.json"
 step gpu_bench_one_launch build-device/kernels/bench/boundary_gpu_bench --launches 1 --rows 1,8,32,132
 step sass bash -c 'cuobjdump -sass build-device/kernels/libboundary_kernels.a > "$0/kernels.sass" && verify/sass_summary.sh "$0/kernels.sass"' "$logs"
+step replay_gpu build-device/verify/boundary-verify replay fixtures/boundary/*.safetensors --gpu --report "$logs/replay_report.json"
 step capture_fixtures fixtures/capture.sh build-device/verify/boundary-verify "$out/fixtures"
 step interop bash -c 'python3 verify/interop/load_fixtures.py "$0" "$1"/*.safetensors' build-device/verify/boundary-verify "$out/fixtures"
 tar cf "$out/fixtures.tar" -C "$out" fixtures && rm -rf "$out/fixtures"
