@@ -33,6 +33,14 @@ expect 2 "required" -- replay
 expect 2 "$dir/missing.safetensors" -- replay "$dir/missing.safetensors"
 expect 0 "" -- replay "$dir/a.safetensors" --report "$dir/report.json"
 [ -s "$dir/report.json" ] || { echo "FAIL: replay --report wrote nothing"; failures=$((failures + 1)); }
-expect 77 "not run" -- replay "$dir/a.safetensors" --gpu
+# --gpu: 77 and "not run" without a device; 0 with one (the GPU checks ran and agreed).
+if "$bin" replay "$dir/a.safetensors" --gpu > "$dir/stdout" 2>&1; then
+  grep -q "GPU checks: run" "$dir/stdout" && echo "ok: exit 0 with a device: replay --gpu" ||
+    { echo "FAIL: replay --gpu exit 0 without running the GPU checks"; failures=$((failures + 1)); }
+else
+  rc=$?
+  [ "$rc" -eq 77 ] && grep -q "not run" "$dir/stdout" && echo "ok: exit 77 without a device: replay --gpu" ||
+    { echo "FAIL: replay --gpu -> exit $rc"; cat "$dir/stdout"; failures=$((failures + 1)); }
+fi
 echo "$((16 - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]
