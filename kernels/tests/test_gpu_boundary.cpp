@@ -11,6 +11,7 @@
 #include "pdl_chain.hpp"
 
 #include <boundary/constants_json.hpp>
+#include <boundary/edge_rows.hpp>
 #include <boundary/generate.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #include <boundary/primitives.hpp>
@@ -465,122 +466,9 @@ inline float f32(std::uint32_t sign, std::uint32_t exp, std::uint32_t frac) {
   return std::bit_cast<float>(f32_bits(sign, exp, frac));
 }
 
-struct RowEdit {
-  std::uint16_t* branch;
-  float* s32;
-  std::uint16_t* s16;
-  Rng* rng;
-  std::uint32_t sign() const { return static_cast<std::uint32_t>(rng->next() & 1u); }
-  std::uint32_t below(std::uint32_t n) const { return static_cast<std::uint32_t>(rng->next() % n); }
-};
-
-// The same value in both stream dtypes (the BF16 one rounded).
-void set_stream(const RowEdit& r, int c, float v) {
-  r.s32[c] = v;
-  r.s16[c] = ref::f32_to_bf16_rn(v);
-}
-// NaN payloads: bits copied, never through a float operation that could quiet them.
-void set_stream_bits(const RowEdit& r, int c, std::uint32_t f32_pattern, std::uint16_t bf16_pattern) {
-  std::memcpy(&r.s32[c], &f32_pattern, sizeof f32_pattern);
-  r.s16[c] = bf16_pattern;
-}
-
-struct EdgePattern {
-  const char* name;
-  void (*edit)(const RowEdit&);
-};
-
-const EdgePattern kEdgePatterns[] = {
-    {"realistic", [](const RowEdit&) {}},
-    {"branch: one negative NaN with a payload", [](const RowEdit& r) { r.branch[4000] = bf16(1, 0xFF, 0x01); }},
-    {"branch: +Inf in the first column", [](const RowEdit& r) { r.branch[0] = bf16(0, 0xFF, 0); }},
-    {"branch: -Inf in the last column", [](const RowEdit& r) { r.branch[kH - 1] = bf16(1, 0xFF, 0); }},
-    {"stream: one signalling NaN with a payload", [](const RowEdit& r) { set_stream_bits(r, 123, f32_bits(0, 0xFF, 1), bf16(0, 0xFF, 1)); }},
-    {"stream: +Inf and -Inf",
-     [](const RowEdit& r) {
-       set_stream(r, 5, std::numeric_limits<float>::infinity());
-       set_stream(r, 6, -std::numeric_limits<float>::infinity());
-     }},
-    {"-0.0 in every other branch column and every third stream column",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; c += 2) r.branch[c] = bf16(1, 0, 0);
-       for (int c = 0; c < kH; c += 3) set_stream(r, c, -0.0f);
-     }},
-    {"branch and stream all -0.0",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) {
-         r.branch[c] = bf16(1, 0, 0);
-         set_stream(r, c, -0.0f);
-       }
-     }},
-    {"branch and stream all +0.0",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) {
-         r.branch[c] = 0;
-         set_stream(r, c, 0.0f);
-       }
-     }},
-    {"branch all BF16 subnormals",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) r.branch[c] = bf16(r.sign(), 0, 1 + r.below(127));
-     }},
-    {"subnormals sprinkled in the branch and the stream",
-     [](const RowEdit& r) {
-       for (int c = 3; c < kH; c += 7) r.branch[c] = bf16(r.sign(), 0, 1 + r.below(127));
-       for (int c = 1; c < kH; c += 5) set_stream(r, c, f32(r.sign(), 0, 1 + r.below((1u << 23) - 1)));
-     }},
-    {"stream all FP32 subnormals, branch zero",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) {
-         r.branch[c] = 0;
-         set_stream(r, c, f32(r.sign(), 0, 1 + r.below((1u << 23) - 1)));
-       }
-     }},
-    {"branch +-2^63: each square finite, the sum of squares overflows",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) r.branch[c] = bf16(r.sign(), 127 + 63, 0);
-     }},
-    {"branch +-2^70 in every 512th column: those squares overflow",
-     [](const RowEdit& r) {
-       for (int c = 11; c < kH; c += 512) r.branch[c] = bf16(r.sign(), 127 + 70, 0);
-     }},
-    {"branch all at the BF16 maximum",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) r.branch[c] = bf16(r.sign(), 0xFE, 0x7F);
-     }},
-    {"stream all at the FP32 maximum (Inf once rounded to BF16)",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) set_stream(r, c, f32(r.sign(), 0xFE, (1u << 23) - 1));
-     }},
-    {"stream +-2^63: the pre norm's sum of squares overflows",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) set_stream(r, c, f32(r.sign(), 127 + 63, 0));
-     }},
-    {"wide dynamic range: random exponents, subnormal to 2^53",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) {
-         r.branch[c] = bf16(r.sign(), r.below(181), r.below(128));
-         set_stream(r, c, f32(r.sign(), r.below(171), r.below(1u << 23)));
-       }
-     }},
-    {"around 2^-70: every square an FP32 subnormal (fma and mul+add differ)",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) {
-         r.branch[c] = bf16(r.sign(), 127 - 70, r.below(128));
-         set_stream(r, c, f32(r.sign(), 127 - 70, r.below(1u << 23)));
-       }
-     }},
-    {"branch first half zero",
-     [](const RowEdit& r) {
-       for (int c = 0; c < kH / 2; ++c) r.branch[c] = 0;
-     }},
-    {"branch +Inf and a negative quiet NaN in the stream",
-     [](const RowEdit& r) {
-       r.branch[10] = bf16(0, 0xFF, 0);
-       set_stream_bits(r, 20, f32_bits(1, 0xFF, 1u << 22), bf16(1, 0xFF, 0x40));
-     }},
-};
-constexpr std::int64_t kEdgeKinds = static_cast<std::int64_t>(std::size(kEdgePatterns));
+// The edge patterns live in the verify library (capture writes them as fixtures too).
+const std::span<const EdgePattern> kEdgePatterns = edge_patterns();
+const std::int64_t kEdgeKinds = static_cast<std::int64_t>(kEdgePatterns.size());
 
 // The first row holding the pattern whose name starts with `prefix`.
 std::int64_t edge_row(std::string_view prefix) {

@@ -2,6 +2,7 @@
 #include <boundary/capture.hpp>
 #include <boundary/cli.hpp>
 #include <boundary/constants_json.hpp>
+#include <boundary/edge_rows.hpp>
 #include <boundary/generate.hpp>
 #include <boundary/gpu/device_buffer.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
@@ -29,9 +30,11 @@ CLI::App* setup_capture(CLI::App& app, CaptureOptions& o) {
   auto* inputs = sub->add_option("--inputs", o.inputs, "Input safetensors (branch, stream, and operands unless --operands)");
   auto* generate = sub->add_option("--generate", o.generate_rows, "Generate this many realistic rows instead")
                        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  auto* edge = sub->add_flag("--edge-rows", o.edge_rows, "Generate one row per edge pattern instead (NaN, Inf, -0.0, subnormals, overflow, FPRev)");
   inputs->excludes(generate);
   generate->excludes(inputs);
-  sub->add_option("--seed", o.seed, "Seed for --generate");
+  edge->excludes(inputs)->excludes(generate);
+  sub->add_option("--seed", o.seed, "Seed for --generate and --edge-rows");
   sub->add_option("--stream-dtype", o.stream_dtype, "Stream dtype for --generate")->check(CLI::IsMember({"f32", "bf16"}));
   sub->add_option("--output", o.output, "The fixture to write")->required();
   sub->add_flag("--no-store-stream", o.no_store_stream, "The variant that does not store new_stream");
@@ -161,14 +164,18 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   const Constants constants = read_constants(o.constants);
   st::File file;
   std::string source = "generated";
+  const StreamDtype generated_stream = o.stream_dtype == "bf16" ? StreamDtype::bf16 : StreamDtype::f32;
   if (o.generate_rows) {
-    file = generate_inputs(constants, *o.generate_rows, o.seed, o.stream_dtype == "bf16" ? StreamDtype::bf16 : StreamDtype::f32);
+    file = generate_inputs(constants, *o.generate_rows, o.seed, generated_stream);
+  } else if (o.edge_rows) {
+    file = generate_edge_inputs(constants, o.seed, generated_stream);
+    source = "edge rows";
   } else if (o.inputs) {
     file = st::read_file(*o.inputs);
     source = o.inputs->string();
     for (const std::string& name : kOutputNames) file.tensors.erase(name);
   } else {
-    throw InputError("capture: give --inputs FILE or --generate ROWS");
+    throw InputError("capture: give --inputs FILE, --generate ROWS or --edge-rows");
   }
   if (o.operands) {
     const st::File ops = st::read_file(*o.operands);
@@ -215,7 +222,7 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   variant_name << "stream=" << (f32 ? "f32" : "bf16") << ",store_stream=" << store << ",late_gates=" << variant.late_gates
                << ",pdl=" << variant.pdl;
   nlohmann::json result = {
-      {"command", "capture"}, {"rows", m}, {"inputs", o.generate_rows ? "generated (seed " + std::to_string(o.seed) + ")" : source},
+      {"command", "capture"}, {"rows", m}, {"inputs", o.inputs ? source : source + " (seed " + std::to_string(o.seed) + ")"},
       {"variant", variant_name.str()}, {"gpu", info.name}, {"output", o.output.string()}, {"differing_elements", differing}};
   if (differing) {
     nlohmann::json list = nlohmann::json::array();
@@ -238,7 +245,7 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   fixture.metadata["driver"] = info.driver;
   fixture.metadata["cuda_runtime"] = info.cuda;
   fixture.metadata["project_version"] = kVersion;
-  fixture.metadata["seed"] = o.generate_rows ? std::to_string(o.seed) : "";
+  fixture.metadata["seed"] = o.inputs ? "" : std::to_string(o.seed);
   fixture.metadata["date"] = utc_now();
   fixture.metadata["producer"] = std::string("boundary-verify ") + kVersion + " capture";
   fixture.tensors = std::move(file.tensors);

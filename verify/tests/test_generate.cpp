@@ -1,11 +1,13 @@
 // The realistic input generator (contract section 9).
 #include <boundary/constants_json.hpp>
+#include <boundary/edge_rows.hpp>
 #include <boundary/generate.hpp>
 #include <boundary/primitives.hpp>
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string_view>
 
 using namespace boundary;
 namespace st = boundary::safetensors;
@@ -68,4 +70,32 @@ TEST_CASE("gates are the norm-preserving sigmoid pair; weights are small and zer
     nonzero += w[c] != 0;
   }
   CHECK(nonzero > kH / 2);
+}
+
+TEST_CASE("edge rows: one row per pattern, each holding its special values") {
+  const auto patterns = edge_patterns();
+  const auto f = generate_edge_inputs(stock_ffn(), 5, StreamDtype::f32);
+  REQUIRE(f.tensors.at("branch").shape == std::vector<std::int64_t>{static_cast<std::int64_t>(patterns.size()), kH});
+  const auto row_of = [&](std::string_view prefix) {
+    for (std::size_t i = 0; i < patterns.size(); ++i)
+      if (std::string_view(patterns[i].name).starts_with(prefix)) return static_cast<std::int64_t>(i);
+    FAIL("no pattern " << std::string(prefix));
+    return std::int64_t{-1};
+  };
+  const std::uint16_t* b = f.tensors.at("branch").data<std::uint16_t>();
+  CHECK(b[row_of("branch: one negative NaN") * kH + 4000] == 0xFF81);
+  CHECK(b[row_of("branch: +Inf in the first") * kH] == 0x7F80);
+  const std::int64_t zeros = row_of("branch and stream all -0.0");
+  for (int c = 0; c < kH; c += 511) CHECK(b[zeros * kH + c] == 0x8000);
+  int big = 0, ones = 0;
+  const std::int64_t fprev = row_of("FPRev: ones with one 2^12");
+  for (int c = 0; c < kH; ++c) {
+    big += b[fprev * kH + c] == 0x4580;
+    ones += b[fprev * kH + c] == 0x3F80;
+  }
+  CHECK(big == 1);
+  CHECK(ones == kH - 1);
+  const auto bf = generate_edge_inputs(stock_ffn(), 5, StreamDtype::bf16);
+  CHECK(bf.tensors.at("stream").dtype == st::Dtype::BF16);
+  CHECK(bf.tensors.at("stream").data<std::uint16_t>()[row_of("stream: one signalling NaN") * kH + 123] == 0x7F81);
 }

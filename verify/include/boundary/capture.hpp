@@ -21,6 +21,7 @@ struct CaptureOptions {
   std::optional<std::filesystem::path> operands;  // alpha, beta, weights: replace the inputs' own
   std::optional<std::filesystem::path> inputs;
   std::optional<std::int64_t> generate_rows;
+  bool edge_rows = false;            // one row per edge pattern (boundary/edge_rows.hpp)
   std::uint64_t seed = 1;
   std::string stream_dtype = "f32";  // for --generate
   std::filesystem::path output;
