@@ -42,5 +42,21 @@ else
   [ "$rc" -eq 77 ] && grep -q "not run" "$dir/stdout" && echo "ok: exit 77 without a device: replay --gpu" ||
     { echo "FAIL: replay --gpu -> exit $rc"; cat "$dir/stdout"; failures=$((failures + 1)); }
 fi
-echo "$((16 - failures)) passed, $failures failed"
+# capture (built where nvcc is, so not in the sanitizer build): 77 and nothing written without a
+# device; 0 and a fixture with one. Usage errors: 2.
+checks=16
+if "$bin" --help | grep -q capture; then
+checks=18
+expect 2 "give --inputs" -- capture --constants "$ffn" --output "$dir/c.safetensors"
+if "$bin" capture --constants "$ffn" --generate 1 --output "$dir/c.safetensors" > "$dir/stdout" 2>&1; then
+  [ -s "$dir/c.safetensors" ] && echo "ok: exit 0 with a device: capture" ||
+    { echo "FAIL: capture exit 0 without a fixture"; failures=$((failures + 1)); }
+else
+  rc=$?
+  [ "$rc" -eq 77 ] && grep -q "no CUDA device" "$dir/stdout" && [ ! -e "$dir/c.safetensors" ] &&
+    echo "ok: exit 77 without a device, nothing written: capture" ||
+    { echo "FAIL: capture -> exit $rc"; cat "$dir/stdout"; failures=$((failures + 1)); }
+fi
+fi
+echo "$((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]
