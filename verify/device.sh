@@ -4,7 +4,8 @@
 # argument). Called through the device tool from the repository root, carrying .debs:
 #   bash verify/device.sh
 # Each step's log is kept; a failing step does not stop the later ones, and the exit code is
-# the number of failed steps (0: everything passed).
+# the number of failed steps (0: everything passed). SKIP="name ..." leaves those steps out (the
+# device tool's calls are limited to 10 minutes: the 2^32 hardware checks need not rerun each time).
 set -uo pipefail
 out=${1:-${OUT:?set OUT or pass a log directory}}
 logs=$out/logs  # one log per step; packed into $out/logs.tar.gz at the end (the device tool returns few files)
@@ -13,6 +14,7 @@ jobs=$(nproc)
 failed=0
 step() {  # step NAME COMMAND...: runs COMMAND, output to $out/NAME.log and the console
   local name=$1; shift
+  case " ${SKIP:-} " in *" $name "*) echo "== $name: skipped (SKIP)"; return;; esac
   echo "== $name: $*"
   local start=$SECONDS
   "$@" > "$logs/$name.log" 2>&1
@@ -32,15 +34,20 @@ step configure cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -D
 step build cmake --build build-device -j "$jobs"
 step cpu_tests ctest --test-dir build-device -L cpu --output-on-failure -j 8
 step gpu_tests ctest --test-dir build-device -L gpu --output-on-failure -V
+step replay_gpu build-device/verify/boundary-verify replay fixtures/boundary/*.safetensors --gpu --report "$logs/replay_report.json"
+step capture_fixtures fixtures/capture.sh build-device/verify/boundary-verify "$out/fixtures"
+step interop bash -c 'python3 verify/interop/load_fixtures.py "$0" "$1"/*.safetensors' build-device/verify/boundary-verify "$out/fixtures"
 step nan_probe build-device/reference/boundary_nan_probe
 step emulator_vs_hardware build-device/reference/boundary_emulator_vs_hardware
 step emulator_bench build-device/reference/boundary_emulator_bench --rows 4000
 step gpu_bench build-device/kernels/bench/boundary_gpu_bench --json "$out/gpu_bench.json"
 step gpu_bench_one_launch build-device/kernels/bench/boundary_gpu_bench --launches 1 --rows 1,8,32,132
 step sass bash -c 'cuobjdump -sass build-device/kernels/libboundary_kernels.a > "$0/kernels.sass" && verify/sass_summary.sh "$0/kernels.sass"' "$logs"
-step replay_gpu build-device/verify/boundary-verify replay fixtures/boundary/*.safetensors --gpu --report "$logs/replay_report.json"
-step capture_fixtures fixtures/capture.sh build-device/verify/boundary-verify "$out/fixtures"
-step interop bash -c 'python3 verify/interop/load_fixtures.py "$0" "$1"/*.safetensors' build-device/verify/boundary-verify "$out/fixtures"
+for boundary in post-ffn post-attention; do
+  step "gate_$boundary" timeout 100 build-device/verify/boundary-verify --constants "fixtures/constants/muse-spark-$boundary.json" \
+    --report "$logs/gate_$boundary.json" --junit "$logs/gate_$boundary.xml" --progress
+  step "self_test_$boundary" timeout 100 build-device/verify/boundary-verify self-test --constants "fixtures/constants/muse-spark-$boundary.json"
+done
 tar cf "$out/fixtures.tar" -C "$out" fixtures && rm -rf "$out/fixtures"
 tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
 echo "failed steps: $failed"

@@ -4,7 +4,11 @@
 // beside it. Everything is timed as CUDA graph replays, the way a serving engine runs a decode
 // step, so the gaps between launches are the GPU's own and not the host's.
 //
-//   boundary_gpu_bench [--rows 1,8,32,132,1024,8192] [--constants FILE] [--json FILE]
+//   boundary_gpu_bench [--rows 1,8,32,132,1024,8192] [--ranks 8] [--constants FILE] [--json FILE]
+//
+// With --ranks R (0: skipped) the same run times the fused all-reduce boundary (a cluster of 8
+// CTAs per row) on R rank partials against the all-reduce kernel followed by the DraftBoundary,
+// after checking that both give the same bits.
 //
 // Per m it first checks that the fused kernel's out and new_stream equal the eager chain's bit
 // for bit (both stream dtypes), then prints the details of five timings; the summary table, the
@@ -15,6 +19,7 @@
 #include <boundary/cli.hpp>
 #include <boundary/constants_json.hpp>
 #include <boundary/generate.hpp>
+#include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #include <boundary/safetensors.hpp>
 #include <boundary/types.hpp>
@@ -50,6 +55,40 @@
 // The floor of a launch: no loads, no stores, only the grid's start and end.
 __global__ void empty_kernel() {}
 
+// The floors of the all-reduce boundary's grid (clusters of 8 CTAs of 128 threads), to tell a
+// missed launch target's causes apart: the cluster launch alone; with the kernel's three cluster
+// barriers; and its memory traffic alone (the partials and the stream in, out and new_stream out,
+// the arithmetic reduced to one add per element and no row sums).
+__global__ void __cluster_dims__(8, 1, 1) empty_cluster_kernel() {}
+
+__global__ void __cluster_dims__(8, 1, 1) cluster_barriers_kernel() {
+  for (int i = 0; i < 3; ++i) {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  }
+}
+
+struct TrafficParams {
+  const uint4* partials[boundary::kMaxRanks];
+  int ranks;
+  const float4* stream;
+  uint4* out;
+  float4* new_stream;
+};
+
+__global__ void __cluster_dims__(8, 1, 1) traffic_kernel(const TrafficParams p) {
+  const std::size_t at = blockIdx.x * 128ull + threadIdx.x;  // 16-byte words of the BF16 tensors
+  uint4 a = p.partials[0][at];
+  for (int r = 1; r < p.ranks; ++r) {
+    const uint4 b = p.partials[r][at];
+    a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+  }
+  const float4 s0 = p.stream[2 * at], s1 = p.stream[2 * at + 1];
+  p.out[at] = a;
+  p.new_stream[2 * at] = make_float4(s0.x + 1.0f, s0.y, s0.z, s0.w);
+  p.new_stream[2 * at + 1] = s1;
+}
+
 namespace {
 
 namespace bg = boundary::gpu;
@@ -68,6 +107,8 @@ constexpr double kLaunchTarget = 1.15;        // fused <= 1.15 x one empty kerne
 constexpr std::int64_t kLaunchTargetRows = 132;  // ... for m up to the H200's SM count (one wave)
 constexpr double kCopyTarget = 0.95;          // fused >= 95% of the copy bandwidth ...
 constexpr std::int64_t kCopyTargetRows = 8192;   // ... at the largest prefill batch
+constexpr double kAllReduceLaunchTarget = 1.3;   // fused all-reduce boundary <= 1.3 x one empty kernel at m = 1
+constexpr double kAllReduceCopyTarget = 0.90;    // ... >= 90% of the copy bandwidth at m = 8192
 
 // The bits differ between the fused kernel and the eager chain: timing it would be worthless.
 class Mismatch : public std::runtime_error {
@@ -93,6 +134,7 @@ struct Options {
   int warmup = 10;     // untimed replays first: clocks up, module loaded, graph resident
   std::uint64_t seed = 1;
   double copy_gib = 2.0;  // source size of the copy-bandwidth reference
+  int ranks = 8;          // partials of the all-reduce boundary; 0: not measured
 };
 
 void setup_options(CLI::App& app, Options& o) {
@@ -105,6 +147,8 @@ void setup_options(CLI::App& app, Options& o) {
   app.add_option("--seed", o.seed, "Seed of the realistic inputs")->capture_default_str();
   app.add_option("--copy-gib", o.copy_gib, "Size of the device-to-device copy reference, GiB")
       ->check(CLI::Range(0.001, 64.0))->capture_default_str();
+  app.add_option("--ranks", o.ranks, "Rank partials of the all-reduce boundary (0: not measured)")
+      ->check(CLI::Range(0, boundary::kMaxRanks))->capture_default_str();
 }
 
 void validate(const Options& o) {
@@ -388,18 +432,19 @@ std::vector<T> download(const bg::TensorView& t, std::size_t elements) {
 }
 
 template <class T>
-void compare(const std::vector<T>& fused, const std::vector<T>& eager, const std::string& what, std::int64_t m) {
+void compare(const std::vector<T>& fused, const std::vector<T>& eager, const std::string& what, std::int64_t m,
+             const char* reference = "the eager chain") {
   std::size_t differing = 0, first = 0;
   for (std::size_t i = 0; i < fused.size(); ++i)
     if (fused[i] != eager[i] && differing++ == 0) first = i;
   if (differing == 0) return;
   char bits[96];
-  std::snprintf(bits, sizeof bits, "fused 0x%0*llX, eager 0x%0*llX", static_cast<int>(2 * sizeof(T)),
+  std::snprintf(bits, sizeof bits, "fused 0x%0*llX, reference 0x%0*llX", static_cast<int>(2 * sizeof(T)),
                 static_cast<unsigned long long>(fused[first]), static_cast<int>(2 * sizeof(T)),
                 static_cast<unsigned long long>(eager[first]));
   std::ostringstream msg;
   msg << what << " at m = " << m << ": " << differing << " of " << fused.size()
-      << " elements differ from the eager chain; first at row " << first / kH << ", column " << first % kH << " ("
+      << " elements differ from " << reference << "; first at row " << first / kH << ", column " << first % kH << " ("
       << bits << ")";
   throw Mismatch(msg.str());
 }
@@ -443,9 +488,13 @@ double eager_bytes(std::int64_t m, std::size_t operands) {
   return per_element * static_cast<double>(m) * kH + static_cast<double>(operands);
 }
 
-int buffer_sets(std::int64_t m, const DeviceInfo& dev) {
+// The all-reduce boundary's least traffic: R partials BF16 instead of the branch.
+double all_reduce_min_bytes(std::int64_t m, int ranks, std::size_t operands) {
+  return min_bytes(m, StreamDtype::f32, operands) + (2.0 * ranks - 2.0) * static_cast<double>(m) * kH;
+}
+
+int buffer_sets(std::int64_t m, const DeviceInfo& dev, double set_bytes) {
   if (m < kRotateFromRows) return 1;
-  const double set_bytes = min_bytes(m, StreamDtype::f32, 0);
   const auto needed = static_cast<int>(std::ceil(kL2Multiple * static_cast<double>(dev.l2_bytes) / set_bytes));
   return std::clamp(needed, 2, 64);
 }
@@ -457,19 +506,27 @@ Schedule schedule_for(const Options& o, int sets) {
   return {launches, o.replays, o.warmup};
 }
 
-void launch_empty(std::int64_t m, bool pdl, cudaStream_t s) {
+// Launches kernel(args) on grid x block, with or without PDL.
+template <class... Args>
+void launch_floor(const void* kernel, unsigned grid, unsigned block, bool pdl, cudaStream_t s, const char* what,
+                  Args*... args) {
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(m));
-  config.blockDim = dim3(boundary::kThreads);
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
   config.stream = s;
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = pdl ? 1 : 0;
+  void* arguments[] = {args..., nullptr};
   // The C entry point: the variadic template would declare a zero-length argument array.
-  cuda_check(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(empty_kernel), nullptr),
-             "launching the empty kernel");
+  cuda_check(cudaLaunchKernelExC(&config, kernel, arguments), std::string("launching the ") + what);
+}
+
+void launch_empty(std::int64_t m, bool pdl, cudaStream_t s) {
+  launch_floor(reinterpret_cast<const void*>(empty_kernel), static_cast<unsigned>(m), boundary::kThreads, pdl, s,
+               "empty kernel");
 }
 
 // Loads the empty kernel's module now: with lazy loading it would load at its first launch,
@@ -477,7 +534,19 @@ void launch_empty(std::int64_t m, bool pdl, cudaStream_t s) {
 void prepare_empty() {
   cudaFuncAttributes attributes{};
   cuda_check(cudaFuncGetAttributes(&attributes, empty_kernel), "loading the empty kernel");
+  cuda_check(cudaFuncGetAttributes(&attributes, empty_cluster_kernel), "loading the empty cluster kernel");
+  cuda_check(cudaFuncGetAttributes(&attributes, cluster_barriers_kernel), "loading the cluster barriers kernel");
+  cuda_check(cudaFuncGetAttributes(&attributes, traffic_kernel), "loading the traffic kernel");
 }
+
+// The all-reduce boundary at one m: the fused kernel against the all-reduce kernel followed by
+// the DraftBoundary, F32 stream stored, each with its own buffer rotation.
+struct AllReduceResult {
+  int ranks = 0, sets = 1, launches = 0;
+  Timing fused, chain;
+  Timing empty_cluster, cluster_barriers, traffic;  // the floors of its grid, PDL on
+  double bytes = 0;
+};
 
 struct RowResult {
   std::int64_t m = 0;
@@ -485,6 +554,7 @@ struct RowResult {
   int launches = 0;  // per graph
   Timing empty_plain, empty_pdl, fused_f32, fused_bf16, eager;
   double bytes_f32 = 0, bytes_bf16 = 0, bytes_eager = 0;
+  std::optional<AllReduceResult> all_reduce;
 
   // The floor one launch of this grid can reach: the faster of the two empty launches.
   const Timing& empty() const { return empty_pdl.median_us <= empty_plain.median_us ? empty_pdl : empty_plain; }
@@ -509,6 +579,15 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
   line("eager chain, F32", r.eager, r.bytes_f32);
   std::printf("  eager chain moves %.2fx the minimum traffic (%.1f GB/s actual); L2 %.0f MB\n",
               r.bytes_eager / r.bytes_f32, gbps(r.bytes_eager, r.eager), static_cast<double>(dev.l2_bytes) / 1e6);
+  if (const auto& a = r.all_reduce) {
+    std::printf("  all-reduce boundary, R = %d: %d launches per graph, %d buffer set%s of %.1f MB\n", a->ranks, a->launches,
+                a->sets, a->sets == 1 ? "" : "s", a->bytes / 1e6);
+    line("fused all-reduce, F32", a->fused, a->bytes);
+    line("all-reduce + Draft", a->chain, a->bytes);
+    line("floor: cluster launch", a->empty_cluster, 0);
+    line("floor: + 3 cluster bars", a->cluster_barriers, 0);
+    line("floor: its traffic", a->traffic, a->bytes);
+  }
   std::fflush(stdout);
 }
 
@@ -518,14 +597,107 @@ struct Bench {
   const HostInputs& inputs;
   bg::DraftBoundary& fused;
   bg::EagerChain& eager;
+  bg::AllReduceBoundary& all_reduce;
   cudaStream_t stream;
   std::size_t operands;
 };
 
+// R partials (each a copy of the branch: the time does not depend on the values) and a branch
+// for the all-reduce kernel's output, beside one BufferSet.
+struct PartialSet {
+  BufferSet base;
+  std::vector<DeviceBuffer> partials;
+  std::vector<bg::TensorView> views;
+  DeviceBuffer branch;
+  bg::TensorView branch_view;
+};
+
+PartialSet make_partial_set(const HostInputs& in, std::int64_t m, int ranks, cudaStream_t cs) {
+  PartialSet p;
+  p.base = make_set(in, m, cs);
+  const std::vector<std::int64_t> shape = {m, kH};
+  for (int r = 0; r < ranks; ++r) {
+    p.partials.push_back(upload(in.f32.tensors.at("branch"), static_cast<std::size_t>(m) * kH * 2, "partial", cs));
+    p.views.push_back(view(p.partials.back(), bg::Dtype::bf16, shape));
+  }
+  p.branch = DeviceBuffer(static_cast<std::size_t>(m) * kH * 2, "all-reduced branch");
+  p.branch_view = view(p.branch, bg::Dtype::bf16, shape);
+  return p;
+}
+
+void launch_all_reduce_then_draft(bg::DraftBoundary& draft, const PartialSet& p, const bg::Outputs& outputs, cudaStream_t s) {
+  bg::launch_all_reduce(p.views, p.branch_view, s);
+  draft.launch(p.branch_view, p.base.stream_f32_view, outputs, s);
+}
+
+// The fused all-reduce boundary must equal the all-reduce kernel + DraftBoundary before it is timed.
+void check_all_reduce_bits(const Bench& b, const PartialSet& p, std::int64_t m) {
+  const auto elements = static_cast<std::size_t>(m) * kH;
+  const std::vector<std::int64_t> shape = {m, kH};
+  const DeviceBuffer ref_out(elements * 2, "chain out"), ref_new_stream(elements * 4, "chain new_stream");
+  const bg::Outputs ref = {view(ref_out, bg::Dtype::bf16, shape), view(ref_new_stream, bg::Dtype::f32, shape)};
+  cuda_check(cudaMemsetAsync(p.base.out.get(), 0xFF, p.base.out.bytes(), b.stream), "cudaMemsetAsync(poison)");
+  cuda_check(cudaMemsetAsync(ref_out.get(), 0x00, ref_out.bytes(), b.stream), "cudaMemsetAsync(poison)");
+  b.all_reduce.run(p.views, p.base.stream_f32_view, p.base.outputs, b.stream);
+  launch_all_reduce_then_draft(b.fused, p, ref, b.stream);
+  cuda_check(cudaStreamSynchronize(b.stream), "checking the all-reduce boundary's bits");
+  const char* reference = "the all-reduce kernel + DraftBoundary";
+  compare(download<std::uint16_t>(p.base.outputs.out, elements), download<std::uint16_t>(ref.out, elements),
+          "all-reduce boundary out", m, reference);
+  compare(download<std::uint32_t>(p.base.outputs.new_stream, elements), download<std::uint32_t>(ref.new_stream, elements),
+          "all-reduce boundary new_stream", m, reference);
+}
+
+AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
+  AllReduceResult a;
+  a.ranks = b.options.ranks;
+  a.bytes = all_reduce_min_bytes(m, a.ranks, b.operands);
+  a.sets = buffer_sets(m, b.dev, all_reduce_min_bytes(m, a.ranks, 0));
+  const Schedule sched = schedule_for(b.options, a.sets);
+  a.launches = sched.launches;
+  std::vector<PartialSet> sets;
+  for (int i = 0; i < a.sets; ++i) sets.push_back(make_partial_set(b.inputs, m, a.ranks, b.stream));
+  b.all_reduce.prepare(b.all_reduce.variant_for(m, StreamDtype::f32, true), b.stream);
+  bg::prepare_all_reduce(b.stream);
+  check_all_reduce_bits(b, sets[0], m);
+  const cudaStream_t s = b.stream;
+  auto set = [&](int i) -> const PartialSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
+  a.fused = time_graph(
+      s, sched, [&](int i) { b.all_reduce.launch(set(i).views, set(i).base.stream_f32_view, set(i).base.outputs, s); },
+      "fused all-reduce boundary");
+  a.chain = time_graph(
+      s, sched, [&](int i) { launch_all_reduce_then_draft(b.fused, set(i), set(i).base.outputs, s); },
+      "all-reduce kernel + DraftBoundary");
+  const auto grid = static_cast<unsigned>(m * 8);
+  a.empty_cluster = time_graph(
+      s, sched, [&](int) { launch_floor(reinterpret_cast<const void*>(empty_cluster_kernel), grid, 128, true, s, "empty cluster kernel"); },
+      "empty cluster kernel");
+  a.cluster_barriers = time_graph(
+      s, sched,
+      [&](int) { launch_floor(reinterpret_cast<const void*>(cluster_barriers_kernel), grid, 128, true, s, "cluster barriers kernel"); },
+      "cluster barriers kernel");
+  std::vector<TrafficParams> traffic(sets.size());
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    for (int r = 0; r < a.ranks; ++r) traffic[i].partials[r] = static_cast<const uint4*>(sets[i].partials[r].get());
+    traffic[i].ranks = a.ranks;
+    traffic[i].stream = static_cast<const float4*>(sets[i].base.stream_f32.get());
+    traffic[i].out = static_cast<uint4*>(sets[i].base.out.get());
+    traffic[i].new_stream = static_cast<float4*>(sets[i].base.new_stream.get());
+  }
+  a.traffic = time_graph(
+      s, sched,
+      [&](int i) {
+        launch_floor(reinterpret_cast<const void*>(traffic_kernel), grid, 128, true, s, "traffic kernel",
+                     &traffic[static_cast<std::size_t>(i) % traffic.size()]);
+      },
+      "traffic kernel");
+  return a;
+}
+
 RowResult measure_rows(const Bench& b, std::int64_t m) {
   RowResult r;
   r.m = m;
-  r.sets = buffer_sets(m, b.dev);
+  r.sets = buffer_sets(m, b.dev, min_bytes(m, StreamDtype::f32, 0));
   const Schedule sched = schedule_for(b.options, r.sets);
   r.launches = sched.launches;
   r.bytes_f32 = min_bytes(m, StreamDtype::f32, b.operands);
@@ -553,6 +725,8 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
   r.eager = time_graph(
       s, sched, [&](int i) { b.eager.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s); },
       "eager chain");
+  sets.clear();  // the all-reduce sets are bigger: free these first
+  if (b.options.ranks > 0) r.all_reduce = measure_all_reduce(b, m);
   return r;
 }
 
@@ -576,6 +750,16 @@ std::vector<Target> evaluate(const std::vector<RowResult>& rows, const CopyResul
     if (r.m == kCopyTargetRows) {
       const double share = gbps(r.bytes_f32, r.fused_f32) / copy.gbps_median;
       targets.push_back({"fused GB/s / copy GB/s", r.m, share, kCopyTarget, share >= kCopyTarget});
+    }
+    if (!r.all_reduce) continue;
+    const AllReduceResult& a = *r.all_reduce;
+    if (r.m == 1) {
+      const double ratio = a.fused.median_us / r.empty().median_us;
+      targets.push_back({"all-reduce fused/empty", r.m, ratio, kAllReduceLaunchTarget, ratio <= kAllReduceLaunchTarget});
+    }
+    if (r.m == kCopyTargetRows) {
+      const double share = gbps(a.bytes, a.fused) / copy.gbps_median;
+      targets.push_back({"all-reduce fused GB/s / copy GB/s", r.m, share, kAllReduceCopyTarget, share >= kAllReduceCopyTarget});
     }
   }
   return targets;
@@ -601,9 +785,24 @@ void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, con
   std::printf("targets: fused <= %.2fx one empty kernel for m <= %lld; fused >= %.0f%% of the copy bandwidth at m = %lld\n",
               kLaunchTarget, static_cast<long long>(kLaunchTargetRows), 100 * kCopyTarget,
               static_cast<long long>(kCopyTargetRows));
+  if (std::any_of(rows.begin(), rows.end(), [](const RowResult& r) { return r.all_reduce.has_value(); })) {
+    std::printf("\nall-reduce boundary, R = %d (F32 stream stored; GB/s on R partials + stream + outputs)\n",
+                rows.front().all_reduce ? rows.front().all_reduce->ranks : 0);
+    std::printf("%6s | %8s | %12s | %15s | %11s | %10s | %13s | %11s\n", "m", "empty us", "fused AR us",
+                "AR + Draft us", "fused/empty", "fused GB/s", "% of copy BW", "chain/fused");
+    std::printf("%s\n", std::string(106, '-').c_str());
+    for (const RowResult& r : rows) {
+      if (!r.all_reduce) continue;
+      const AllReduceResult& a = *r.all_reduce;
+      std::printf("%6lld | %8.2f | %12.2f | %15.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n", static_cast<long long>(r.m),
+                  r.empty().median_us, a.fused.median_us, a.chain.median_us, a.fused.median_us / r.empty().median_us,
+                  gbps(a.bytes, a.fused), 100.0 * gbps(a.bytes, a.fused) / copy.gbps_median,
+                  a.chain.median_us / a.fused.median_us);
+    }
+  }
   for (const Target& t : targets)
     std::printf("  %-4s m = %-5lld %s = %.3f (%s %.2f)\n", t.pass ? "PASS" : "MISS", static_cast<long long>(t.m),
-                t.name.c_str(), t.measured, t.name == "fused/empty" ? "limit" : "at least", t.limit);
+                t.name.c_str(), t.measured, t.name.find("empty") != std::string::npos ? "limit" : "at least", t.limit);
   if (targets.empty()) std::printf("  (no measured m falls under a target)\n");
 }
 
@@ -620,6 +819,22 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
                {"gbps_best", copy.gbps_best}};
   for (const RowResult& r : rows) {
     const double fused_gbps = gbps(r.bytes_f32, r.fused_f32);
+    if (const auto& a = r.all_reduce)
+      j["all_reduce_rows"].push_back({{"m", r.m},
+                                      {"ranks", a->ranks},
+                                      {"buffer_sets", a->sets},
+                                      {"launches_per_graph", a->launches},
+                                      {"empty_us", r.empty().median_us},
+                                      {"fused", timing_json(a->fused)},
+                                      {"all_reduce_then_draft", timing_json(a->chain)},
+                                      {"floor_empty_cluster", timing_json(a->empty_cluster)},
+                                      {"floor_cluster_barriers", timing_json(a->cluster_barriers)},
+                                      {"floor_traffic", timing_json(a->traffic)},
+                                      {"min_bytes", a->bytes},
+                                      {"fused_over_empty", a->fused.median_us / r.empty().median_us},
+                                      {"fused_gbps", gbps(a->bytes, a->fused)},
+                                      {"percent_of_copy_bw", 100.0 * gbps(a->bytes, a->fused) / copy.gbps_median},
+                                      {"chain_over_fused", a->chain.median_us / a->fused.median_us}});
     j["rows"].push_back({{"m", r.m},
                          {"buffer_sets", r.sets},
                          {"launches_per_graph", r.launches},
@@ -679,7 +894,8 @@ int run(const Options& o) {
   const DeviceOperands operands = upload_operands(inputs.f32, stream.get());
   bg::DraftBoundary fused(constants, operands.views);
   bg::EagerChain eager(constants, operands.views);
-  const Bench bench{o, dev, inputs, fused, eager, stream.get(), operand_bytes(inputs.f32)};
+  bg::AllReduceBoundary all_reduce(constants, operands.views);
+  const Bench bench{o, dev, inputs, fused, eager, all_reduce, stream.get(), operand_bytes(inputs.f32)};
 
   std::vector<RowResult> rows;
   for (std::int64_t m : o.rows) {

@@ -80,8 +80,7 @@ void DraftBoundary::run(const TensorView& branch, const TensorView& stream, cons
                         cudaStream_t cuda_stream, std::optional<Variant> variant) {
   require_device(device_, "DraftBoundary::run");
   check(branch, stream, outputs);
-  if (variant && (variant->stream != stream_dtype(stream) || variant->store_stream != (outputs.new_stream.data != nullptr)))
-    throw InputError("variant does not match the tensors: stream dtype or new_stream storage differs");
+  check_variant(variant, stream, outputs);
   launch(branch, stream, outputs, cuda_stream, variant);
 }
 

@@ -126,4 +126,9 @@ void require_device(int device, const char* what) {
 }
 
 
+void check_variant(const std::optional<Variant>& variant, const TensorView& stream, const Outputs& outputs) {
+  if (variant && (variant->stream != stream_dtype(stream) || variant->store_stream != (outputs.new_stream.data != nullptr)))
+    throw InputError("variant does not match the tensors: stream dtype or new_stream storage differs");
+}
+
 }  // namespace boundary::gpu::detail

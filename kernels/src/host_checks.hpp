@@ -49,5 +49,7 @@ dev::NormArgs norm_args(const NormConstants& n, const std::optional<TensorView>&
 BoundaryParams params(const Constants& c, const Operands& o, const TensorView& branch, const TensorView& stream,
                       const Outputs& out);
 StreamDtype stream_dtype(const TensorView& stream);
+// A variant forced on run() must match the tensors' stream dtype and new_stream storage.
+void check_variant(const std::optional<Variant>& variant, const TensorView& stream, const Outputs& outputs);
 
 }  // namespace boundary::gpu::detail

@@ -1,15 +1,19 @@
 // One boundary row (contract section 5, with section 7's all-reduce in front): post norm ->
 // connection -> pre norm. Each stage is a loop over the row's columns through the inline
 // primitives, which the compiler vectorizes; the roundings are exactly the contract's.
+#include "product.hpp"
 #include "simd_clones.hpp"
 
+#include <boundary/mutant.hpp>
 #include <boundary/reference.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <thread>
 
-namespace boundary::ref {
+namespace boundary::ref::inline BOUNDARY_REF_ABI {
 
 namespace {
 
@@ -18,14 +22,28 @@ using Row = std::vector<float>;
 // x' = gamma * x with an input scale; else x as is.
 BOUNDARY_INLINE void scale_input(const NormConstants& norm, const std::vector<float>& g, Row& x) {
   if (norm.has_weight() && norm.input_scale)
-    for (int c = 0; c < kH; ++c) x[c] = mul_rn(g[c], x[c]);
+    for (int c = 0; c < kH; ++c) x[c] = product(g[c], x[c]);
 }
 
 // y = x' * r, then * gamma when the weight is applied after the norm.
 BOUNDARY_INLINE void normalize(const NormConstants& norm, const std::vector<float>& g, float r, Row& x) {
-  for (int c = 0; c < kH; ++c) x[c] = mul_rn(x[c], r);
+  for (int c = 0; c < kH; ++c) x[c] = product(x[c], r);
   if (norm.has_weight() && !norm.input_scale)
-    for (int c = 0; c < kH; ++c) x[c] = mul_rn(x[c], g[c]);
+    for (int c = 0; c < kH; ++c) x[c] = product(x[c], g[c]);
+}
+
+// r1 (the r1_ulp_off mutant: the next float up, when finite).
+float post_norm_factor(float s1, float eps) {
+  const float r = norm_factor(s1, eps);
+  if constexpr (kMutant == Mutant::r1_ulp_off)
+    if (std::isfinite(r)) return std::nextafter(r, std::numeric_limits<float>::infinity());
+  return r;
+}
+
+// res = alpha * s + beta * y_b, each product rounded (the connection_fma mutant: alpha * s is not).
+BOUNDARY_INLINE float connect(float alpha, float s, float beta, float y_b) {
+  if constexpr (kMutant == Mutant::connection_fma) return fma_rn(alpha, s, product(beta, y_b));
+  return add_rn(product(alpha, s), product(beta, y_b));
 }
 
 void check_weight(const NormConstants& norm, const void* weight, const char* name) {
@@ -102,25 +120,28 @@ BOUNDARY_SIMD_CLONES void Boundary::run_rows(const Inputs& in, const Outputs& ou
     for (int c = 0; c < kH; ++c) x[c] = bf16_to_f32(b[c]);
     scale_input(post, post_gamma_, x);
     const float s1 = row_sum(x.data(), post.fma_squares);
-    const float r1 = norm_factor(s1, post_eps_);
+    const float r1 = post_norm_factor(s1, post_eps_);
     normalize(post, post_gamma_, r1, x);
-    for (int c = 0; c < kH; ++c) x[c] = bf16_to_f32(f32_to_bf16_rn(x[c]));
+    if constexpr (kMutant != Mutant::y_b_unrounded)  // the mutant's connection reads y itself
+      for (int c = 0; c < kH; ++c) x[c] = bf16_to_f32(f32_to_bf16_rn(x[c]));
     if (out.y_b)
       for (int c = 0; c < kH; ++c) out.y_b[base + c] = f32_to_bf16_rn(x[c]);
 
     // Connection: res = alpha * s + beta * y_b, each product rounded.
     if (in.stream_dtype == StreamDtype::f32) {
       const float* s = static_cast<const float*>(in.stream) + base;
-      for (int c = 0; c < kH; ++c) res[c] = add_rn(mul_rn(alpha_[c], s[c]), mul_rn(beta_[c], x[c]));
+      for (int c = 0; c < kH; ++c) res[c] = connect(alpha_[c], s[c], beta_[c], x[c]);
     } else {
       const std::uint16_t* s = static_cast<const std::uint16_t*>(in.stream) + base;
-      for (int c = 0; c < kH; ++c)
-        res[c] = add_rn(mul_rn(alpha_[c], bf16_to_f32(s[c])), mul_rn(beta_[c], x[c]));
+      for (int c = 0; c < kH; ++c) res[c] = connect(alpha_[c], bf16_to_f32(s[c]), beta_[c], x[c]);
     }
     if (out.new_stream) std::copy(res.begin(), res.end(), out.new_stream + base);
 
     // Pre norm of z = bf16(res) -> out.
-    for (int c = 0; c < kH; ++c) x[c] = bf16_to_f32(f32_to_bf16_rn(res[c]));
+    if constexpr (kMutant == Mutant::z_unrounded)  // the mutant's pre norm reads res itself
+      std::copy(res.begin(), res.end(), x.begin());
+    else
+      for (int c = 0; c < kH; ++c) x[c] = bf16_to_f32(f32_to_bf16_rn(res[c]));
     if (out.z)
       for (int c = 0; c < kH; ++c) out.z[base + c] = f32_to_bf16_rn(x[c]);
     scale_input(pre, pre_gamma_, x);
@@ -137,4 +158,4 @@ BOUNDARY_SIMD_CLONES void Boundary::run_rows(const Inputs& in, const Outputs& ou
   }
 }
 
-}  // namespace boundary::ref
+}  // namespace boundary::ref::inline BOUNDARY_REF_ABI

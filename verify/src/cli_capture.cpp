@@ -3,19 +3,14 @@
 #include <boundary/cli.hpp>
 #include <boundary/constants_json.hpp>
 #include <boundary/edge_rows.hpp>
+#include <boundary/edge_suite.hpp>
 #include <boundary/generate.hpp>
-#include <boundary/gpu/device_buffer.hpp>
-#include <boundary/gpu/draft_boundary.hpp>
+#include <boundary/gpu_runs.hpp>
 #include <boundary/reference.hpp>
 #include <boundary/replay.hpp>
 #include <boundary/version.hpp>
 
-#include <cuda_runtime_api.h>
-
-#include <bit>
 #include <cstring>
-#include <ctime>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -31,9 +26,17 @@ CLI::App* setup_capture(CLI::App& app, CaptureOptions& o) {
   auto* generate = sub->add_option("--generate", o.generate_rows, "Generate this many realistic rows instead")
                        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   auto* edge = sub->add_flag("--edge-rows", o.edge_rows, "Generate one row per edge pattern instead (NaN, Inf, -0.0, subnormals, overflow, FPRev)");
+  sub->add_option("--ranks", o.ranks, "With --generate: this many rank partials instead of a branch (the all-reduce boundary)")
+      ->check(CLI::Range(1, kMaxRanks))
+      ->needs(generate);
+  auto* suite = sub->add_flag("--edge-suite", o.edge_suite,
+                              "Generate the edge suite's rows that catch the planted bugs (the emulator twins) instead");
+  sub->add_option("--witness-rows", o.witness_rows, "With --edge-suite: rows kept per planted bug")
+      ->check(CLI::Range(1, 100));
   inputs->excludes(generate);
   generate->excludes(inputs);
   edge->excludes(inputs)->excludes(generate);
+  suite->excludes(inputs)->excludes(generate)->excludes(edge);
   sub->add_option("--seed", o.seed, "Seed for --generate and --edge-rows");
   sub->add_option("--stream-dtype", o.stream_dtype, "Stream dtype for --generate")->check(CLI::IsMember({"f32", "bf16"}));
   sub->add_option("--output", o.output, "The fixture to write")->required();
@@ -47,14 +50,8 @@ CLI::App* setup_capture(CLI::App& app, CaptureOptions& o) {
 
 namespace {
 
-struct KernelOutputs {
-  std::vector<std::uint16_t> out;
-  std::vector<float> new_stream;  // empty when the stream is not stored
-};
-struct GpuRun {
-  KernelOutputs fused, eager;
-  gpu::Variant variant;
-};
+using gpu_runs::GpuRun;
+using gpu_runs::KernelOutputs;
 
 struct Disagreement {
   std::string pair, tensor;
@@ -78,104 +75,38 @@ std::int64_t compare(const std::string& pair, const std::string& tensor, const T
   return n;
 }
 
-std::string driver_version() {
-  int v = 0;
-  cudaDriverGetVersion(&v);
-  std::ifstream f("/proc/driver/nvidia/version");
-  std::string line;
-  std::getline(f, line);
-  return "CUDA driver API " + std::to_string(v) + (line.empty() ? "" : "; " + line);
-}
-
-std::string utc_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-// Both GPU implementations on a bound fixture: each one's outputs, poisoned first so that an
-// unwritten element cannot pass.
-GpuRun run_on_gpu(const Constants& constants, const BoundTensors& bound, bool store, std::optional<bool> late_gates,
-                  bool pdl) {
-  const std::int64_t m = bound.m;
-  const auto n = static_cast<std::size_t>(m) * kH;
-  const bool f32 = bound.inputs.stream_dtype == StreamDtype::f32;
-  using gpu::Dtype;
-  auto weight_dtype = [](WeightDtype d) { return d == WeightDtype::bf16 ? Dtype::bf16 : d == WeightDtype::fp16 ? Dtype::f16 : Dtype::f32; };
-  auto upload_weight = [&](const NormConstants& norm, const void* w) -> std::optional<gpu::DeviceBuffer> {
-    if (!norm.has_weight()) return std::nullopt;
-    return gpu::DeviceBuffer(w, kH * (norm.weight_dtype == WeightDtype::fp32 ? 4u : 2u));
-  };
-  const gpu::DeviceBuffer alpha(bound.operands.alpha, kH * 4), beta(bound.operands.beta, kH * 4);
-  const auto post_w = upload_weight(constants.post, bound.operands.post_weight);
-  const auto pre_w = upload_weight(constants.pre, bound.operands.pre_weight);
-  gpu::Operands ops{alpha.view(Dtype::f32, {kH}), beta.view(Dtype::f32, {kH}), std::nullopt, std::nullopt};
-  if (post_w) ops.post_weight = post_w->view(weight_dtype(constants.post.weight_dtype), {kH});
-  if (pre_w) ops.pre_weight = pre_w->view(weight_dtype(constants.pre.weight_dtype), {kH});
-  const gpu::DeviceBuffer branch(bound.inputs.branch, n * 2), stream(bound.inputs.stream, n * (f32 ? 4 : 2));
-  const gpu::TensorView branch_v = branch.view(Dtype::bf16, {m, kH});
-  const gpu::TensorView stream_v = stream.view(f32 ? Dtype::f32 : Dtype::bf16, {m, kH});
-
-  gpu::DraftBoundary fused(constants, ops);
-  gpu::EagerChain eager(constants, ops);
-  gpu::Variant variant = fused.variant_for(m, bound.inputs.stream_dtype, store, pdl);
-  if (late_gates) variant.late_gates = *late_gates;
-
-  // Each kernel's outputs, poisoned first so that an unwritten element cannot pass.
-  auto launch = [&](auto&& run) {
-    gpu::DeviceBuffer out(n * 2), new_stream = store ? gpu::DeviceBuffer(n * 4) : gpu::DeviceBuffer();
-    out.fill(0xFF);
-    if (store) new_stream.fill(0xFF);
-    run(gpu::Outputs{out.view(Dtype::bf16, {m, kH}), new_stream.view(Dtype::f32, {m, kH})});
-    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
-      throw gpu::CudaError(std::string("kernel execution: ") + cudaGetErrorName(e));
-    KernelOutputs r;
-    r.out.resize(n);
-    out.download(r.out.data(), n * 2);
-    if (store) {
-      r.new_stream.resize(n);
-      new_stream.download(r.new_stream.data(), n * 4);
-    }
-    return r;
-  };
-  fused.prepare(variant);
-  GpuRun result;
-  result.variant = variant;
-  result.fused = launch([&](const gpu::Outputs& out) { fused.run(branch_v, stream_v, out, nullptr, variant); });
-  result.eager = launch([&](const gpu::Outputs& out) { eager.run(branch_v, stream_v, out, nullptr); });
-  return result;
-}
-
-std::optional<report::GpuInfo> gpu_info() {
-  if (!gpu::device_available()) return std::nullopt;
-  cudaDeviceProp prop{};
-  int device = 0, runtime = 0;
-  cudaGetDevice(&device);
-  cudaGetDeviceProperties(&prop, device);
-  cudaRuntimeGetVersion(&runtime);
-  return report::GpuInfo{prop.name, std::to_string(prop.major) + "." + std::to_string(prop.minor), driver_version(),
-                         std::to_string(runtime)};
-}
-
 }  // namespace
 
 nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   const Constants constants = read_constants(o.constants);
+  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   st::File file;
   std::string source = "generated";
   const StreamDtype generated_stream = o.stream_dtype == "bf16" ? StreamDtype::bf16 : StreamDtype::f32;
   if (o.generate_rows) {
     file = generate_inputs(constants, *o.generate_rows, o.seed, generated_stream);
+    if (o.ranks > 0) {
+      file.tensors.erase("branch");
+      file.tensors["partials"] = generate_partials(*o.generate_rows, o.ranks, o.seed);
+      source = "generated, " + std::to_string(o.ranks) + " rank partials";
+    }
   } else if (o.edge_rows) {
     file = generate_edge_inputs(constants, o.seed, generated_stream);
     source = "edge rows";
+  } else if (o.edge_suite) {
+    const suite::Suite edge = suite::make_edge_suite(constants, 1, o.seed, generated_stream);
+    const std::vector<std::int64_t> rows = suite::witness_rows(constants, edge.inputs, o.witness_rows, threads);
+    file = suite::select_rows(edge.inputs, rows);
+    std::string families;
+    for (std::int64_t r : rows) families += (families.empty() ? "" : "; ") + edge.row_family.at(static_cast<std::size_t>(r));
+    file.metadata["generator"] = "edge suite level 1, rows that catch the planted bugs: " + families;
+    source = "edge suite witness rows";
   } else if (o.inputs) {
     file = st::read_file(*o.inputs);
     source = o.inputs->string();
     for (const std::string& name : kOutputNames) file.tensors.erase(name);
   } else {
-    throw InputError("capture: give --inputs FILE, --generate ROWS or --edge-rows");
+    throw InputError("capture: give --inputs FILE, --generate ROWS, --edge-rows or --edge-suite");
   }
   if (o.operands) {
     const st::File ops = st::read_file(*o.operands);
@@ -185,8 +116,6 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
     }
   }
   const BoundTensors bound = bind_inputs(file, constants, source);
-  if (!bound.partial_rows.empty())
-    throw InputError(source + ": 'partials' need the fused all-reduce boundary, which capture does not run yet");
   if (!gpu::device_available()) {
     *exit_code = kNoDevice;
     return {{"command", "capture"}, {"written", false}, {"reason", "no CUDA device: nothing captured"}};
@@ -195,10 +124,9 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   const std::int64_t m = bound.m;
   const auto n = static_cast<std::size_t>(m) * kH;
   const bool store = !o.no_store_stream;
-  const bool f32 = bound.inputs.stream_dtype == StreamDtype::f32;
   std::optional<bool> late;
   if (o.gates != "auto") late = o.gates == "late";
-  const GpuRun gpu_run = run_on_gpu(constants, bound, store, late, !o.no_pdl);
+  const GpuRun gpu_run = gpu_runs::run_on_gpu(constants, bound, store, late, !o.no_pdl);
   const KernelOutputs& hw = gpu_run.fused;
   const KernelOutputs& chain = gpu_run.eager;
   const gpu::Variant& variant = gpu_run.variant;
@@ -208,7 +136,7 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   ref::Outputs eo;
   eo.out = emu_out.data();
   eo.new_stream = store ? emu_ns.data() : nullptr;
-  ref::Boundary(constants, bound.operands).run(bound.inputs, eo, o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency()));
+  ref::Boundary(constants, bound.operands).run(bound.inputs, eo, threads);
 
   std::vector<Disagreement> where;
   std::int64_t differing = 0;
@@ -217,13 +145,11 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
     if (store) differing += compare(pair, "new_stream", emu_ns.data(), r->new_stream.data(), static_cast<std::int64_t>(n), where, 10);
   }
 
-  const report::GpuInfo info = *gpu_info();
-  std::ostringstream variant_name;
-  variant_name << "stream=" << (f32 ? "f32" : "bf16") << ",store_stream=" << store << ",late_gates=" << variant.late_gates
-               << ",pdl=" << variant.pdl;
+  const report::GpuInfo info = *gpu_runs::gpu_info();
+  const std::string variant_name = gpu_runs::variant_metadata(variant);
   nlohmann::json result = {
       {"command", "capture"}, {"rows", m}, {"inputs", o.inputs ? source : source + " (seed " + std::to_string(o.seed) + ")"},
-      {"variant", variant_name.str()}, {"gpu", info.name}, {"output", o.output.string()}, {"differing_elements", differing}};
+      {"variant", variant_name}, {"gpu", info.name}, {"output", o.output.string()}, {"differing_elements", differing}};
   if (differing) {
     nlohmann::json list = nlohmann::json::array();
     for (const Disagreement& d : where)
@@ -238,15 +164,18 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   st::File fixture;
   fixture.metadata = file.metadata;
   fixture.metadata["constants"] = constants_to_json(constants).dump();
-  fixture.metadata["kernel"] = "DraftBoundary (fused); checked equal to the eager chain and the emulator";
-  fixture.metadata["variant"] = variant_name.str();
+  fixture.metadata["kernel"] = gpu_run.fused_name + (bound.partial_rows.empty()
+                                                         ? " (fused); checked equal to the eager chain and the emulator"
+                                                         : " (fused); checked equal to the all-reduce kernel + eager chain "
+                                                           "and the emulator");
+  fixture.metadata["variant"] = variant_name;
   fixture.metadata["gpu"] = info.name;
   fixture.metadata["compute_capability"] = info.compute_capability;
   fixture.metadata["driver"] = info.driver;
   fixture.metadata["cuda_runtime"] = info.cuda;
   fixture.metadata["project_version"] = kVersion;
   fixture.metadata["seed"] = o.inputs ? "" : std::to_string(o.seed);
-  fixture.metadata["date"] = utc_now();
+  fixture.metadata["date"] = report::utc_now_iso8601();
   fixture.metadata["producer"] = std::string("boundary-verify ") + kVersion + " capture";
   fixture.tensors = std::move(file.tensors);
   st::Tensor out_t = st::make_tensor(st::Dtype::BF16, {m, kH});
@@ -265,11 +194,9 @@ nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
 
 GpuReplayHook make_gpu_replay_hook() {
   GpuReplayHook hook;
-  hook.probe = gpu_info;
+  hook.probe = gpu_runs::gpu_info;
   hook.run = [](const Constants& constants, const BoundTensors& bound, const std::map<std::string, std::string>& metadata,
                 bool store_stream) {
-    if (!bound.partial_rows.empty())
-      throw InputError("'partials' need the fused all-reduce boundary, which replay --gpu does not run yet");
     // The fixture's own variant where it names one (capture writes "late_gates=0,pdl=1").
     std::optional<bool> late;
     bool pdl = true;
@@ -278,7 +205,7 @@ GpuReplayHook make_gpu_replay_hook() {
       if (v->second.find("late_gates=0") != std::string::npos) late = false;
       pdl = v->second.find("pdl=0") == std::string::npos;
     }
-    GpuRun r = run_on_gpu(constants, bound, store_stream, late, pdl);
+    GpuRun r = gpu_runs::run_on_gpu(constants, bound, store_stream, late, pdl);
     std::vector<ReplayedOutputs> outputs;
     for (auto& [check, k] : {std::pair<const char*, KernelOutputs*>{"gpu:fused", &r.fused}, {"gpu:eager", &r.eager}}) {
       ReplayedOutputs o{check, st::make_tensor(st::Dtype::BF16, {bound.m, kH}), std::nullopt};

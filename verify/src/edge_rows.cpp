@@ -11,105 +11,84 @@ namespace boundary {
 
 namespace {
 
-constexpr std::uint16_t bf16(std::uint32_t sign, std::uint32_t exp, std::uint32_t frac) {
-  return static_cast<std::uint16_t>((sign << 15) | (exp << 7) | frac);
-}
-constexpr std::uint32_t f32_bits(std::uint32_t sign, std::uint32_t exp, std::uint32_t frac) {
-  return (sign << 31) | (exp << 23) | frac;
-}
-inline float f32(std::uint32_t sign, std::uint32_t exp, std::uint32_t frac) {
-  return std::bit_cast<float>(f32_bits(sign, exp, frac));
-}
-
-// The same value in both stream dtypes (the BF16 one rounded).
-void set_stream(const RowEdit& r, int c, float v) {
-  r.s32[c] = v;
-  r.s16[c] = ref::f32_to_bf16_rn(v);
-}
-// NaN payloads: bits copied, never through a float operation that could quiet them.
-void set_stream_bits(const RowEdit& r, int c, std::uint32_t f32_pattern, std::uint16_t bf16_pattern) {
-  std::memcpy(&r.s32[c], &f32_pattern, sizeof f32_pattern);
-  r.s16[c] = bf16_pattern;
-}
-
 const EdgePattern kPatterns[] = {
     {"realistic", [](const RowEdit&) {}},
-    {"branch: one negative NaN with a payload", [](const RowEdit& r) { r.branch[4000] = bf16(1, 0xFF, 0x01); }},
-    {"branch: +Inf in the first column", [](const RowEdit& r) { r.branch[0] = bf16(0, 0xFF, 0); }},
-    {"branch: -Inf in the last column", [](const RowEdit& r) { r.branch[kH - 1] = bf16(1, 0xFF, 0); }},
-    {"stream: one signalling NaN with a payload", [](const RowEdit& r) { set_stream_bits(r, 123, f32_bits(0, 0xFF, 1), bf16(0, 0xFF, 1)); }},
+    {"branch: one negative NaN with a payload", [](const RowEdit& r) { r.branch[4000] = bf16_bits(1, 0xFF, 0x01); }},
+    {"branch: +Inf in the first column", [](const RowEdit& r) { r.branch[0] = bf16_bits(0, 0xFF, 0); }},
+    {"branch: -Inf in the last column", [](const RowEdit& r) { r.branch[kH - 1] = bf16_bits(1, 0xFF, 0); }},
+    {"stream: one signalling NaN with a payload", [](const RowEdit& r) { r.set_stream_bits(123, f32_bits(0, 0xFF, 1), bf16_bits(0, 0xFF, 1)); }},
     {"stream: +Inf and -Inf",
      [](const RowEdit& r) {
-       set_stream(r, 5, std::numeric_limits<float>::infinity());
-       set_stream(r, 6, -std::numeric_limits<float>::infinity());
+       r.set_stream(5, std::numeric_limits<float>::infinity());
+       r.set_stream(6, -std::numeric_limits<float>::infinity());
      }},
     {"-0.0 in every other branch column and every third stream column",
      [](const RowEdit& r) {
-       for (int c = 0; c < kH; c += 2) r.branch[c] = bf16(1, 0, 0);
-       for (int c = 0; c < kH; c += 3) set_stream(r, c, -0.0f);
+       for (int c = 0; c < kH; c += 2) r.branch[c] = bf16_bits(1, 0, 0);
+       for (int c = 0; c < kH; c += 3) r.set_stream(c, -0.0f);
      }},
     {"branch and stream all -0.0",
      [](const RowEdit& r) {
        for (int c = 0; c < kH; ++c) {
-         r.branch[c] = bf16(1, 0, 0);
-         set_stream(r, c, -0.0f);
+         r.branch[c] = bf16_bits(1, 0, 0);
+         r.set_stream(c, -0.0f);
        }
      }},
     {"branch and stream all +0.0",
      [](const RowEdit& r) {
        for (int c = 0; c < kH; ++c) {
          r.branch[c] = 0;
-         set_stream(r, c, 0.0f);
+         r.set_stream(c, 0.0f);
        }
      }},
     {"branch all BF16 subnormals",
      [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) r.branch[c] = bf16(r.sign(), 0, 1 + r.below(127));
+       for (int c = 0; c < kH; ++c) r.branch[c] = bf16_bits(r.sign(), 0, 1 + r.below(127));
      }},
     {"subnormals sprinkled in the branch and the stream",
      [](const RowEdit& r) {
-       for (int c = 3; c < kH; c += 7) r.branch[c] = bf16(r.sign(), 0, 1 + r.below(127));
-       for (int c = 1; c < kH; c += 5) set_stream(r, c, f32(r.sign(), 0, 1 + r.below((1u << 23) - 1)));
+       for (int c = 3; c < kH; c += 7) r.branch[c] = bf16_bits(r.sign(), 0, 1 + r.below(127));
+       for (int c = 1; c < kH; c += 5) r.set_stream(c, f32_value(r.sign(), 0, 1 + r.below((1u << 23) - 1)));
      }},
     {"stream all FP32 subnormals, branch zero",
      [](const RowEdit& r) {
        for (int c = 0; c < kH; ++c) {
          r.branch[c] = 0;
-         set_stream(r, c, f32(r.sign(), 0, 1 + r.below((1u << 23) - 1)));
+         r.set_stream(c, f32_value(r.sign(), 0, 1 + r.below((1u << 23) - 1)));
        }
      }},
     {"branch +-2^63: each square finite, the sum of squares overflows",
      [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) r.branch[c] = bf16(r.sign(), 127 + 63, 0);
+       for (int c = 0; c < kH; ++c) r.branch[c] = bf16_bits(r.sign(), 127 + 63, 0);
      }},
     {"branch +-2^70 in every 512th column: those squares overflow",
      [](const RowEdit& r) {
-       for (int c = 11; c < kH; c += 512) r.branch[c] = bf16(r.sign(), 127 + 70, 0);
+       for (int c = 11; c < kH; c += 512) r.branch[c] = bf16_bits(r.sign(), 127 + 70, 0);
      }},
     {"branch all at the BF16 maximum",
      [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) r.branch[c] = bf16(r.sign(), 0xFE, 0x7F);
+       for (int c = 0; c < kH; ++c) r.branch[c] = bf16_bits(r.sign(), 0xFE, 0x7F);
      }},
     {"stream all at the FP32 maximum (Inf once rounded to BF16)",
      [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) set_stream(r, c, f32(r.sign(), 0xFE, (1u << 23) - 1));
+       for (int c = 0; c < kH; ++c) r.set_stream(c, f32_value(r.sign(), 0xFE, (1u << 23) - 1));
      }},
     {"stream +-2^63: the pre norm's sum of squares overflows",
      [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) set_stream(r, c, f32(r.sign(), 127 + 63, 0));
+       for (int c = 0; c < kH; ++c) r.set_stream(c, f32_value(r.sign(), 127 + 63, 0));
      }},
     {"wide dynamic range: random exponents, subnormal to 2^53",
      [](const RowEdit& r) {
        for (int c = 0; c < kH; ++c) {
-         r.branch[c] = bf16(r.sign(), r.below(181), r.below(128));
-         set_stream(r, c, f32(r.sign(), r.below(171), r.below(1u << 23)));
+         r.branch[c] = bf16_bits(r.sign(), r.below(181), r.below(128));
+         r.set_stream(c, f32_value(r.sign(), r.below(171), r.below(1u << 23)));
        }
      }},
     {"around 2^-70: every square an FP32 subnormal (fma and mul+add differ)",
      [](const RowEdit& r) {
        for (int c = 0; c < kH; ++c) {
-         r.branch[c] = bf16(r.sign(), 127 - 70, r.below(128));
-         set_stream(r, c, f32(r.sign(), 127 - 70, r.below(1u << 23)));
+         r.branch[c] = bf16_bits(r.sign(), 127 - 70, r.below(128));
+         r.set_stream(c, f32_value(r.sign(), 127 - 70, r.below(1u << 23)));
        }
      }},
     {"branch first half zero",
@@ -118,20 +97,20 @@ const EdgePattern kPatterns[] = {
      }},
     {"branch +Inf and a negative quiet NaN in the stream",
      [](const RowEdit& r) {
-       r.branch[10] = bf16(0, 0xFF, 0);
-       set_stream_bits(r, 20, f32_bits(1, 0xFF, 1u << 22), bf16(1, 0xFF, 0x40));
+       r.branch[10] = bf16_bits(0, 0xFF, 0);
+       r.set_stream_bits(20, f32_bits(1, 0xFF, 1u << 22), bf16_bits(1, 0xFF, 0x40));
      }},
     {"FPRev: ones with one 2^12 (its square swallows each 1 added to it alone)",
      [](const RowEdit& r) {
-       for (int c = 0; c < kH; ++c) r.branch[c] = bf16(0, 127, 0);
-       r.branch[r.below(kH)] = bf16(0, 127 + 12, 0);
+       for (int c = 0; c < kH; ++c) r.branch[c] = bf16_bits(0, 127, 0);
+       r.branch[r.below(kH)] = bf16_bits(0, 127 + 12, 0);
      }},
     {"FPRev: 2^12 at p, 1 at q and r, zeros elsewhere (S tells whether q and r meet first)",
      [](const RowEdit& r) {
        for (int c = 0; c < kH; ++c) r.branch[c] = 0;
-       r.branch[r.below(kH)] = bf16(0, 127 + 12, 0);
-       r.branch[r.below(kH)] = bf16(0, 127, 0);
-       r.branch[r.below(kH)] = bf16(0, 127, 0);
+       r.branch[r.below(kH)] = bf16_bits(0, 127 + 12, 0);
+       r.branch[r.below(kH)] = bf16_bits(0, 127, 0);
+       r.branch[r.below(kH)] = bf16_bits(0, 127, 0);
      }},
 };
 
@@ -139,23 +118,44 @@ const EdgePattern kPatterns[] = {
 
 std::span<const EdgePattern> edge_patterns() { return kPatterns; }
 
+void RowEdit::set_stream(int c, float v) const {
+  s32[c] = v;
+  s16[c] = ref::f32_to_bf16_rn(v);
+}
+
+// NaN payloads: bits copied, never through a float operation that could quiet them.
+void RowEdit::set_stream_bits(int c, std::uint32_t f32_pattern, std::uint16_t bf16_pattern) const {
+  std::memcpy(&s32[c], &f32_pattern, sizeof f32_pattern);
+  s16[c] = bf16_pattern;
+}
+
+float f32_value(std::uint32_t sign, std::uint32_t exp, std::uint32_t frac) {
+  return std::bit_cast<float>(f32_bits(sign, exp, frac));
+}
+
+EditableRows::EditableRows(const Constants& constants, std::int64_t rows, std::uint64_t seed)
+    : seed_(seed), file_(generate_inputs(constants, rows, seed, StreamDtype::f32)) {
+  branch_ = file_.tensors.at("branch").data<std::uint16_t>();
+  s32_ = file_.tensors.at("stream").data<float>();
+  s16_.resize(static_cast<std::size_t>(rows) * kH);
+  for (std::size_t i = 0; i < s16_.size(); ++i) s16_[i] = ref::f32_to_bf16_rn(s32_[i]);
+}
+
+safetensors::File EditableRows::finish(StreamDtype stream_dtype) && {
+  if (stream_dtype == StreamDtype::bf16) {
+    const std::int64_t rows = static_cast<std::int64_t>(s16_.size() / kH);
+    safetensors::Tensor t = safetensors::make_tensor(safetensors::Dtype::BF16, {rows, kH});
+    std::memcpy(t.data<std::uint16_t>(), s16_.data(), s16_.size() * 2);
+    file_.tensors["stream"] = std::move(t);
+  }
+  return std::move(file_);
+}
+
 safetensors::File generate_edge_inputs(const Constants& constants, std::uint64_t seed, StreamDtype stream_dtype) {
   const auto rows = static_cast<std::int64_t>(std::size(kPatterns));
-  safetensors::File f = generate_inputs(constants, rows, seed, StreamDtype::f32);
-  auto* branch = f.tensors.at("branch").data<std::uint16_t>();
-  auto* s32 = f.tensors.at("stream").data<float>();
-  std::vector<std::uint16_t> s16(static_cast<std::size_t>(rows) * kH);
-  for (std::size_t i = 0; i < s16.size(); ++i) s16[i] = ref::f32_to_bf16_rn(s32[i]);
-  for (std::int64_t row = 0; row < rows; ++row) {
-    Rng rng(seed + 1000003u * static_cast<std::uint64_t>(row));
-    const std::size_t at = static_cast<std::size_t>(row) * kH;
-    kPatterns[row].edit({&branch[at], &s32[at], &s16[at], &rng});
-  }
-  if (stream_dtype == StreamDtype::bf16) {
-    safetensors::Tensor t = safetensors::make_tensor(safetensors::Dtype::BF16, {rows, kH});
-    std::memcpy(t.data<std::uint16_t>(), s16.data(), s16.size() * 2);
-    f.tensors["stream"] = std::move(t);
-  }
+  EditableRows editable(constants, rows, seed);
+  for (std::int64_t row = 0; row < rows; ++row) editable.edit(row, kPatterns[row].edit);
+  safetensors::File f = std::move(editable).finish(stream_dtype);
   f.metadata["generator"] = "edge rows: row i holds edge_patterns()[i] over a realistic row";
   return f;
 }

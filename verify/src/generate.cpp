@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <span>
 #include <string>
 
 namespace boundary {
@@ -98,6 +99,19 @@ st::File generate_inputs(const Constants& constants, std::int64_t rows, std::uin
   f.metadata["generator"] = "contract section 9 realistic inputs";
   f.metadata["seed"] = std::to_string(seed);
   return f;
+}
+
+st::Tensor generate_partials(std::int64_t rows, int ranks, std::uint64_t seed) {
+  if (rows < 1 || ranks < 1 || ranks > kMaxRanks)
+    throw InputError("partials: " + std::to_string(ranks) + " ranks of " + std::to_string(rows) +
+                     " rows asked for; give 1 to 8 ranks and at least one row");
+  st::Tensor t = st::make_tensor(st::Dtype::BF16, {ranks, rows, kH});
+  Rng rng(seed);
+  for (std::uint16_t& v : std::span(t.data<std::uint16_t>(), static_cast<std::size_t>(ranks * rows) * kH)) {
+    const int e = static_cast<int>(rng.next() % 41) - 20;
+    v = ref::f32_to_bf16_rn(static_cast<float>(std::ldexp(rng.normal(), e)));
+  }
+  return t;
 }
 
 }  // namespace boundary

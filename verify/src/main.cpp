@@ -1,6 +1,7 @@
 // boundary-verify: the toolkit's command line. Errors go to stderr with the exit codes of
 // boundary::cli::ExitCode; results to stdout.
 #include <boundary/cli.hpp>
+#include <boundary/gate.hpp>
 #include <boundary/replay.hpp>
 #include <boundary/types.hpp>
 #include <boundary/version.hpp>
@@ -16,9 +17,15 @@ int main(int argc, char** argv) {
   using namespace boundary::cli;
   CLI::App app{"boundary-verify: bit-exact reference and verification of the DSpark residual boundary"};
   app.set_version_flag("--version", std::string("boundary-verify ") + boundary::kVersion + "\n");
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);  // none: the gate, `boundary-verify --constants cfg.json`
   bool json = false;
   app.add_flag("--json", json, "Print results as JSON instead of text");
+  GateOptions gate;
+  gate.fixtures = default_fixtures_dir();
+  setup_gate(app, gate);
+  SelfTestOptions self_test;
+  self_test.fixtures = default_fixtures_dir();
+  CLI::App* self_test_cmd = setup_self_test(app, self_test);
   EmulateOptions emulate;
   CLI::App* emulate_cmd = setup_emulate(app, emulate);
   ReplayOptions replay;
@@ -27,6 +34,7 @@ int main(int argc, char** argv) {
   CaptureOptions capture;
   CLI::App* capture_cmd = setup_capture(app, capture);
   replay.gpu_hook = make_gpu_replay_hook();
+  gate.gpu_hook = self_test.gpu_hook = make_gate_gpu_hook();
 #endif
   try {
     app.parse(argc, argv);
@@ -45,6 +53,12 @@ int main(int argc, char** argv) {
       std::cout << (json ? report.dump(2) + "\n" : format_replay(report));
       return rc;
     }
+    if (self_test_cmd->parsed()) {
+      int rc = kSuccess;
+      const auto result = run_self_test(self_test, &rc);
+      std::cout << (json ? result.dump(2) + "\n" : format_self_test(result));
+      return rc;
+    }
 #if BOUNDARY_WITH_GPU
     if (capture_cmd->parsed()) {
       int rc = kSuccess;
@@ -53,6 +67,17 @@ int main(int argc, char** argv) {
       return rc;
     }
 #endif
+    if (app.get_subcommands().empty()) {
+      if (gate.constants.empty()) {
+        std::cerr << "boundary-verify: give --constants cfg.json (the gate) or a subcommand "
+                     "(emulate, replay, capture, self-test); see --help\n";
+        return kUsageOrInput;
+      }
+      int rc = kSuccess;
+      const auto report = run_gate(gate, &rc);
+      if (!gate.quiet) std::cout << (json ? report.dump(2) + "\n" : format_gate(report));
+      return rc;
+    }
     return kSuccess;
   } catch (const boundary::InputError& e) {
     std::cerr << "boundary-verify: error: " << e.what() << "\n";

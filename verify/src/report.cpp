@@ -46,12 +46,6 @@ std::string value_class(bool negative, std::uint32_t exponent, std::uint32_t max
   return std::string(negative ? "-" : "+") + name;
 }
 
-std::string hex_bits(std::uint32_t bits, const std::string& dtype) {
-  char text[16];
-  std::snprintf(text, sizeof text, dtype == "F32" ? "0x%08X" : "0x%04X", bits);
-  return text;
-}
-
 // Bits of element i of a tensor, widened to 32 bits, with its ulp/class helpers.
 struct ElementView {
   const std::uint16_t* half = nullptr;
@@ -83,6 +77,12 @@ std::string class_in(st::Dtype dtype, std::uint32_t bits) {
 std::string errno_text(int e) { return std::strerror(e); }
 
 }  // namespace
+
+std::string hex_bits(std::uint32_t bits, const std::string& dtype) {
+  char text[16];
+  std::snprintf(text, sizeof text, dtype == "F32" ? "0x%08X" : "0x%04X", bits);
+  return text;
+}
 
 std::int64_t ulp_distance_f32(std::uint32_t a, std::uint32_t b) {
   return ulp_distance(a, b, 32, is_nan_f32(a), is_nan_f32(b));
@@ -123,7 +123,7 @@ TensorCount compare_tensors(const st::Tensor& expected, const st::Tensor& actual
     ++count.mismatches;
     log.add(Mismatch{where.suite, where.pair, where.variant, where.file, where.tensor, i / columns, i % columns,
                      eb, ab, dtype, ulp_in(expected.dtype, eb, ab), class_in(expected.dtype, eb),
-                     class_in(expected.dtype, ab)});
+                     class_in(expected.dtype, ab), std::nullopt, nullptr, std::nullopt});
   }
   return count;
 }
@@ -145,6 +145,19 @@ std::string utc_now_iso8601() {
   return text;
 }
 
+namespace {
+
+nlohmann::json to_json(const std::optional<Divergence>& d) {
+  if (!d) return nullptr;
+  return {{"stage", d->stage},
+          {"column", d->column ? nlohmann::json(*d->column) : nlohmann::json(nullptr)},
+          {"dtype", d->dtype},
+          {"expected_bits", hex_bits(d->expected_bits, d->dtype)},
+          {"actual_bits", hex_bits(d->actual_bits, d->dtype)}};
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Mismatch& m) {
   return {
       {"suite", m.suite},
@@ -160,6 +173,9 @@ nlohmann::json to_json(const Mismatch& m) {
       {"ulp_distance", m.ulp_distance},
       {"expected_class", m.expected_class},
       {"actual_class", m.actual_class},
+      {"seed", m.seed ? nlohmann::json(*m.seed) : nlohmann::json(nullptr)},
+      {"inputs", m.inputs},
+      {"first_divergent_stage", to_json(m.first_divergent_stage)},
   };
 }
 
@@ -195,6 +211,28 @@ nlohmann::json to_json(const FileReport& f) {
   };
 }
 
+nlohmann::json to_json(const GateReport& g) {
+  nlohmann::json suites = nlohmann::json::array(), runs = nlohmann::json::array();
+  for (const SuiteInfo& s : g.suites)
+    suites.push_back({{"name", s.name}, {"constants", s.constants}, {"stream_dtype", s.stream_dtype},
+                      {"rows", s.rows}, {"seed", s.seed}});
+  for (const RunCount& c : g.runs)
+    runs.push_back({{"suite", c.suite}, {"variant", c.variant}, {"pair", c.pair}, {"tensor", c.tensor},
+                    {"rows", c.rows}, {"compared", c.compared}, {"mismatches", c.mismatches}});
+  nlohmann::json vacuity = nullptr, shrink = nullptr;
+  if (g.vacuity) vacuity = {{"rows_caught", g.vacuity->rows_caught}, {"uncaught", g.vacuity->uncaught}};
+  if (g.shrink)
+    shrink = {{"fixture", g.shrink->fixture}, {"suite", g.shrink->suite}, {"variant", g.shrink->variant},
+              {"pair", g.shrink->pair}, {"tensor", g.shrink->tensor}, {"row", g.shrink->row},
+              {"stage", optional_string(g.shrink->stage)}, {"steps", g.shrink->steps},
+              {"predicate_calls", g.shrink->predicate_calls}, {"nontrivial_before", g.shrink->nontrivial_before},
+              {"nontrivial_after", g.shrink->nontrivial_after}};
+  return {{"constants_file", g.constants_file}, {"constants", g.constants}, {"seed", g.seed}, {"level", g.level},
+          {"fuzz_rows", g.fuzz_rows}, {"variants", g.variants}, {"suites", suites}, {"runs", runs},
+          {"vacuity", vacuity}, {"shrink", shrink}, {"shrink_note", g.shrink_note},
+          {"emulator_rows", g.emulator_rows}, {"seconds", g.seconds}};
+}
+
 }  // namespace
 
 nlohmann::json to_json(const Report& r) {
@@ -217,7 +255,10 @@ nlohmann::json to_json(const Report& r) {
         {"cap", r.mismatches.cap()},
         {"truncated", r.mismatches.truncated()},
         {"items", items}}},
-      {"result", r.mismatches.total() == 0 ? "equal" : "mismatch"},
+      {"gate", r.gate ? to_json(*r.gate) : nlohmann::json(nullptr)},
+      {"result", r.mismatches.total() > 0                                              ? "mismatch"
+                 : r.gate && r.gate->vacuity && !r.gate->vacuity->uncaught.empty() ? "vacuous"
+                                                                                    : "equal"},
       {"exit_code", r.exit_code},
   };
 }

@@ -42,11 +42,26 @@ else
   [ "$rc" -eq 77 ] && grep -q "not run" "$dir/stdout" && echo "ok: exit 77 without a device: replay --gpu" ||
     { echo "FAIL: replay --gpu -> exit $rc"; cat "$dir/stdout"; failures=$((failures + 1)); }
 fi
+# The gate (no subcommand): bad constants and a bad --level are usage errors (2); a run without a
+# GPU checks the CPU parts and exits 77 saying so (0 on a machine with a device).
+expect 2 "subcommand" -- --rows 4
+expect 2 "missing.json" -- --constants "$dir/missing.json" --rows 4
+expect 2 "--level" -- --constants "$ffn" --level 3
+expect 2 "unknown variant" -- --constants "$ffn" --variants nope
+if "$bin" --constants "$ffn" --rows 4 --report "$dir/gate.json" > "$dir/stdout" 2>&1; then
+  grep -q "PASS" "$dir/stdout" && echo "ok: exit 0 with a device: gate" ||
+    { echo "FAIL: gate exit 0 without passing"; failures=$((failures + 1)); }
+else
+  rc=$?
+  [ "$rc" -eq 77 ] && grep -q "the GPU checks did not run" "$dir/stdout" && [ -s "$dir/gate.json" ] &&
+    echo "ok: exit 77 without a device, report written: gate" ||
+    { echo "FAIL: gate -> exit $rc"; cat "$dir/stdout"; failures=$((failures + 1)); }
+fi
 # capture (built where nvcc is, so not in the sanitizer build): 77 and nothing written without a
 # device; 0 and a fixture with one. Usage errors: 2.
-checks=16
+checks=21
 if "$bin" --help | grep -q capture; then
-checks=18
+checks=23
 expect 2 "give --inputs" -- capture --constants "$ffn" --output "$dir/c.safetensors"
 if "$bin" capture --constants "$ffn" --generate 1 --output "$dir/c.safetensors" > "$dir/stdout" 2>&1; then
   [ -s "$dir/c.safetensors" ] && echo "ok: exit 0 with a device: capture" ||

@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "schema_validator.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -79,61 +81,7 @@ std::string hex(std::uint32_t bits, int digits) {
   return text;
 }
 
-// ---- A validator for the subset of JSON Schema (draft 2020-12) that report-schema.json uses.
-// Unknown keywords are errors, so the schema cannot lean on something this does not check.
-struct SchemaValidator {
-  const json& root;
-  std::vector<std::string> errors;
-
-  static bool has_type(const json& v, const std::string& t) {
-    if (t == "integer") return v.is_number_integer();
-    if (t == "number") return v.is_number();
-    if (t == "null") return v.is_null();
-    return v.type_name() == t;  // object, array, string, boolean
-  }
-
-  void validate(const json& s, const json& v, const std::string& at) {
-    for (const auto& [key, arg] : s.items()) {
-      if (key == "type") {
-        const json types = arg.is_array() ? arg : json::array({arg});
-        if (std::none_of(types.begin(), types.end(), [&](const json& t) { return has_type(v, t); }))
-          errors.push_back(at + ": is " + v.type_name() + ", schema wants " + arg.dump());
-      } else if (key == "enum") {
-        if (std::find(arg.begin(), arg.end(), v) == arg.end()) errors.push_back(at + ": " + v.dump() + " not in enum");
-      } else if (key == "required" && v.is_object()) {
-        for (const json& k : arg)
-          if (!v.contains(k.get<std::string>())) errors.push_back(at + ": missing key " + k.dump());
-      } else if (key == "properties" && v.is_object()) {
-        for (const auto& [name, sub] : arg.items())
-          if (v.contains(name)) validate(sub, v[name], at + "." + name);
-      } else if (key == "additionalProperties" && v.is_object()) {
-        for (const auto& [name, value] : v.items())
-          if (!s.contains("properties") || !s["properties"].contains(name)) validate(arg, value, at + "." + name);
-      } else if (key == "items" && v.is_array()) {
-        for (std::size_t i = 0; i < v.size(); ++i) validate(arg, v[i], at + "[" + std::to_string(i) + "]");
-      } else if (key == "pattern" && v.is_string()) {
-        if (!std::regex_search(v.get<std::string>(), std::regex(arg.get<std::string>())))
-          errors.push_back(at + ": " + v.dump() + " does not match " + arg.dump());
-      } else if (key == "minimum" && v.is_number()) {
-        if (v.get<double>() < arg.get<double>()) errors.push_back(at + ": " + v.dump() + " below minimum");
-      } else if (key == "$ref") {
-        validate(root.at(json::json_pointer(arg.get<std::string>().substr(1))), v, at);
-      } else if (key != "$schema" && key != "$id" && key != "$defs" && key != "title" && key != "description" &&
-                 key != "required" && key != "properties" && key != "additionalProperties" && key != "items" &&
-                 key != "pattern" && key != "minimum") {
-        errors.push_back(at + ": schema keyword '" + key + "' is not supported by this validator");
-      }
-    }
-  }
-};
-
-std::vector<std::string> schema_errors(const json& instance) {
-  std::ifstream in(kSchema);
-  const json schema = json::parse(in);
-  SchemaValidator v{schema, {}};
-  v.validate(schema, instance, "$");
-  return v.errors;
-}
+std::vector<std::string> schema_errors(const json& instance) { return boundary::test::schema_errors(kSchema, instance); }
 
 }  // namespace
 
@@ -190,7 +138,7 @@ TEST_CASE("replay: a fixture of the emulator's own outputs is equal in every ele
   CHECK(code == cli::kSuccess);
   CHECK(r["exit_code"] == 0);
   CHECK(r["result"] == "equal");
-  CHECK(r["schema_version"] == "boundary-verify/report/1");
+  CHECK(r["schema_version"] == "boundary-verify/report/2");
   CHECK(r["gpu"] == "not requested");
   CHECK(r["environment"]["gpu"].is_null());
   CHECK(r["counts"]["elements_compared"] == 2 * kRows * kH);
@@ -260,13 +208,13 @@ TEST_CASE("replay names exactly the flipped bits: file, tensor, row, column, bit
                          {"file", path.string()}, {"tensor", "out"}, {"row", 3}, {"column", 1234},
                          {"dtype", "BF16"}, {"expected_bits", hex(out_before ^ 1u, 4)},
                          {"actual_bits", hex(out_before, 4)}, {"ulp_distance", 1},
-                         {"expected_class", out_class}, {"actual_class", out_class}});
+                         {"expected_class", out_class}, {"actual_class", out_class}, {"seed", nullptr}, {"inputs", nullptr}, {"first_divergent_stage", nullptr}});
   const std::string ns_class = report::value_class_f32(ns_before);
   CHECK(items[1] == json{{"suite", ""}, {"pair", "emulator vs fixture"}, {"variant", "f32-stored"},
                          {"file", path.string()}, {"tensor", "new_stream"}, {"row", 1}, {"column", 8000},
                          {"dtype", "F32"}, {"expected_bits", hex(ns_before ^ 1u, 8)},
                          {"actual_bits", hex(ns_before, 8)}, {"ulp_distance", 1},
-                         {"expected_class", ns_class}, {"actual_class", ns_class}});
+                         {"expected_class", ns_class}, {"actual_class", ns_class}, {"seed", nullptr}, {"inputs", nullptr}, {"first_divergent_stage", nullptr}});
   const std::string text = cli::format_replay(r);
   CHECK(text.find("2 mismatches") != std::string::npos);
   CHECK(text.find("[row 3, column 1234]") != std::string::npos);

@@ -29,7 +29,9 @@ enum class Mutant : int {
   r1_ulp_off,               // r1 one ulp too large (next float up)
 };
 
-inline constexpr Mutant kMutant = static_cast<Mutant>(BOUNDARY_MUTANT);
+// Not `inline`: each translation unit keeps its own value, since one program links builds of the
+// same sources with different BOUNDARY_MUTANT (an inline variable must be one entity program-wide).
+constexpr Mutant kMutant = static_cast<Mutant>(BOUNDARY_MUTANT);
 
 inline constexpr std::array<Mutant, 11> kAllMutants = {
     Mutant::warp_order,     Mutant::cross_warp_order, Mutant::connection_fma,

@@ -10,10 +10,25 @@
 #include <span>
 #include <vector>
 
+// The code of each build of the emulator's sources sits in its own inline namespace: v1 for
+// production, mutant_<n> for the planted-bug build with BOUNDARY_MUTANT = n (mutant.hpp), so that
+// several builds link into one program (boundary_emulator_mutants) with distinct symbols while
+// users keep writing boundary::ref::Boundary. Operands, Inputs and Outputs hold no code and stay
+// outside, as do the primitives (never mutated): every build shares them.
+#if !defined(BOUNDARY_MUTANT) || BOUNDARY_MUTANT == 0
+#define BOUNDARY_REF_ABI v1
+#else
+#define BOUNDARY_REF_ABI_CAT(a, b) a##b
+#define BOUNDARY_REF_ABI_NAME(n) BOUNDARY_REF_ABI_CAT(mutant_, n)
+#define BOUNDARY_REF_ABI BOUNDARY_REF_ABI_NAME(BOUNDARY_MUTANT)
+#endif
+
 namespace boundary::ref {
 
 // ---- Reference layout (section 1): the column of thread t, fragment k, element i.
 constexpr int column(int t, int k, int i) { return 2048 * k + kVec * t + i; }
+
+inline namespace BOUNDARY_REF_ABI {
 
 // ---- The row sum (section 4), the stock single-tile order: per thread two interleaved chains
 // per fragment, fragments added in order, a butterfly within each warp, warps added in order.
@@ -27,6 +42,8 @@ float norm_factor(float row_sum, float eps);
 // one rounding to that dtype (FP32: the add alone). weight holds kH elements of
 // norm.weight_dtype. Empty when the norm has no weight.
 std::vector<float> gamma(const NormConstants& norm, const void* weight);
+
+}  // namespace BOUNDARY_REF_ABI
 
 // ---- Whole boundary rows (sections 5 and 7).
 struct Operands {
@@ -59,6 +76,8 @@ struct Outputs {
   float* r2 = nullptr;                 // F32 [m]
 };
 
+inline namespace BOUNDARY_REF_ABI {
+
 // The boundary for fixed constants and operands: the gains are computed once, alpha and beta
 // copied, as the GPU host API holds them on the device.
 class Boundary {
@@ -88,5 +107,7 @@ class Boundary {
 // FP32 accumulation, one BF16 rounding; R = 1 passes P_0 unchanged). rows[r] points at the
 // row of rank r.
 void all_reduce_row(std::span<const std::uint16_t* const> rows, std::uint16_t* branch);
+
+}  // namespace BOUNDARY_REF_ABI
 
 }  // namespace boundary::ref

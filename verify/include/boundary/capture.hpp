@@ -21,7 +21,10 @@ struct CaptureOptions {
   std::optional<std::filesystem::path> operands;  // alpha, beta, weights: replace the inputs' own
   std::optional<std::filesystem::path> inputs;
   std::optional<std::int64_t> generate_rows;
+  int ranks = 0;                     // with --generate: R rank partials instead of a branch (the all-reduce boundary)
   bool edge_rows = false;            // one row per edge pattern (boundary/edge_rows.hpp)
+  bool edge_suite = false;           // the level-1 edge suite's rows that catch the planted bugs
+  int witness_rows = 3;              // with edge_suite: rows kept per emulator twin
   std::uint64_t seed = 1;
   std::string stream_dtype = "f32";  // for --generate
   std::filesystem::path output;

@@ -30,4 +30,9 @@ class Rng {
 safetensors::File generate_inputs(const Constants& constants, std::int64_t rows, std::uint64_t seed,
                                   StreamDtype stream_dtype = StreamDtype::f32);
 
+// R rank partials, BF16 [ranks, rows, 8192], for the all-reduce boundary (contract section 7):
+// each value ~ N(0, 1) * 2^e with e uniform in [-20, 20], so that their FP32 sums lose different
+// bits in different rank orders: a kernel that sums in another order cannot pass on them.
+safetensors::Tensor generate_partials(std::int64_t rows, int ranks, std::uint64_t seed);
+
 }  // namespace boundary

@@ -6,6 +6,7 @@
 #include <boundary/device/norm_args.hpp>
 #include <boundary/device/primitives.cuh>
 #include <boundary/device/row_sum.cuh>
+#include <boundary/mutant.hpp>
 
 #include <cstdint>
 
@@ -49,7 +50,9 @@ __device__ __forceinline__ void load_gamma(const NormArgs& n, int column, float 
 #pragma unroll
   for (int i = 0; i < kVec; ++i) {
     const auto h = static_cast<std::uint16_t>(i % 2 ? hi16(w[i / 2]) : lo16(w[i / 2]));
-    if (n.kind == WeightKind::bf16) g[i] = round_bf16(add_rn(bf16_to_f32(h), n.gain));
+    if constexpr (kMutant == Mutant::gain_unrounded)
+      g[i] = add_rn(n.kind == WeightKind::bf16 ? bf16_to_f32(h) : f16_to_f32(h), n.gain);
+    else if (n.kind == WeightKind::bf16) g[i] = round_bf16(add_rn(bf16_to_f32(h), n.gain));
     else g[i] = f16_to_f32(f32_to_f16_rn(add_rn(f16_to_f32(h), n.gain)));
   }
 }
@@ -81,19 +84,34 @@ __device__ __forceinline__ void normalize(const NormArgs& n, const float (&g)[kF
     }
 }
 
+// A norm's row sum S and the factor r it applied (what a diagnostics build records).
+struct RowNorm {
+  float row_sum, factor;
+};
+
 // One whole norm of a thread's fragments: scale, row sum (completed by RowSum, which turns a
-// thread's partial into the row's S), normalize. Leaves y in x.
-template <int kFragments, class RowSum>
-__device__ __forceinline__ void norm_fragments(const NormArgs& n, const float (&g)[kFragments][kVec],
-                                               float (&x)[kFragments][kVec], RowSum row_sum) {
+// thread's partial into the row's S), normalize with adjust(r) (the identity, but in a
+// planted-bug build). Leaves y in x.
+template <int kFragments, class RowSum, class Adjust>
+__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, const float (&g)[kFragments][kVec],
+                                                  float (&x)[kFragments][kVec], RowSum row_sum, Adjust adjust) {
   scale_input(n, g, x);
   const float s = row_sum(thread_sum(x, n.fma_squares));
-  normalize(n, g, norm_factor(s, n.eps), x);
+  const float r = adjust(norm_factor(s, n.eps));
+  normalize(n, g, r, x);
+  return {s, r};
+}
+
+template <int kFragments, class RowSum>
+__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, const float (&g)[kFragments][kVec],
+                                                  float (&x)[kFragments][kVec], RowSum row_sum) {
+  return norm_fragments(n, g, x, row_sum, [](float r) { return r; });
 }
 
 // The connection: res = alpha * s + beta * y_b, each product rounded.
 __device__ __forceinline__ float connection(float alpha, float s, float beta, float y_b) {
-  return add_rn(mul_rn(alpha, s), mul_rn(beta, y_b));
+  if constexpr (kMutant == Mutant::connection_fma) return fma_rn(alpha, s, mul_rn(beta, y_b));
+  else return add_rn(mul_rn(alpha, s), mul_rn(beta, y_b));
 }
 
 // Starts an asynchronous copy of [p, p + bytes) from HBM into L2 (bytes: a multiple of 16).
@@ -103,7 +121,9 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 
 // Programmatic dependent launch: wait for the previous grid's results, then let the next grid
 // start its prologue.
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_wait() {
+  if constexpr (kMutant != Mutant::pdl_wait_missing) asm volatile("griddepcontrol.wait;" ::: "memory");
+}
 __device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }
 
 }  // namespace boundary::dev

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boundary/device/primitives.cuh>
+#include <boundary/mutant.hpp>
 #include <boundary/types.hpp>
 
 namespace boundary::dev {
@@ -35,26 +36,44 @@ __device__ __forceinline__ float thread_sum(const float (&v)[kFragments][kVec], 
 
 // Warp layer: u = u + u[lane ^ d] for d = 16, 8, 4, 2, 1; every lane ends with the same bits.
 __device__ __forceinline__ float warp_butterfly_sum(float u) {
+  if constexpr (kMutant == Mutant::warp_order) {
 #pragma unroll
-  for (int d = 16; d >= 1; d /= 2) u = add_rn(u, __shfl_xor_sync(0xFFFFFFFFu, u, d));
+    for (int d = 1; d <= 16; d *= 2) u = add_rn(u, __shfl_xor_sync(0xFFFFFFFFu, u, d));
+  } else {
+#pragma unroll
+    for (int d = 16; d >= 1; d /= 2) u = add_rn(u, __shfl_xor_sync(0xFFFFFFFFu, u, d));
+  }
   return u;
 }
 
-// CTA layer: S = W[0] + W[1] + ... + W[7], in warp order. scratch: 8 floats of shared memory
-// used by this sum alone (one barrier, no reuse).
+// The warp totals of a row added in warp order: S = W[0] + W[1] + ... + W[7].
+__device__ __forceinline__ float warp_totals_sum(const float* totals) {
+  if constexpr (kMutant == Mutant::cross_warp_order) {
+    float s = totals[kWarps - 1];
+#pragma unroll
+    for (int i = kWarps - 2; i >= 0; --i) s = add_rn(s, totals[i]);
+    return s;
+  } else {
+    float s = totals[0];
+#pragma unroll
+    for (int i = 1; i < kWarps; ++i) s = add_rn(s, totals[i]);
+    return s;
+  }
+}
+
+// CTA layer: the warp layer, then the warp totals in warp order. scratch: 8 floats of shared
+// memory used by this sum alone (one barrier, no reuse).
 __device__ __forceinline__ float cta_row_sum(float thread_total, float* scratch) {
   const float w = warp_butterfly_sum(thread_total);
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = w;
   __syncthreads();
-  float s = scratch[0];
-#pragma unroll
-  for (int i = 1; i < kWarps; ++i) s = add_rn(s, scratch[i]);
-  return s;
+  return warp_totals_sum(scratch);
 }
 
 // rsqrt(fma(S, 2^-13, eps)).
 __device__ __forceinline__ float norm_factor(float row_sum, float eps) {
-  return rsqrt_approx_ftz_f32(fma_rn(row_sum, 0x1p-13f, eps));
+  if constexpr (kMutant == Mutant::rsqrt_recip_sqrt) return __frcp_rn(__fsqrt_rn(fma_rn(row_sum, 0x1p-13f, eps)));
+  else return rsqrt_approx_ftz_f32(fma_rn(row_sum, 0x1p-13f, eps));
 }
 
 }  // namespace boundary::dev

@@ -1,0 +1,59 @@
+// The cluster layer of the contract's summation tree (section 4, laid out as section 7 says):
+// a row on a cluster of 8 CTAs of 128 threads, one fragment per thread. CTA j, thread u holds
+// fragment k = j / 2 of reference thread t = 128 * (j % 2) + u, so the reference thread's sum
+// gathers its four chunk pairs from CTAs p, p + 2, p + 4, p + 6 (p = j % 2) through distributed
+// shared memory, in fragment order; then the warp layer and the warp-order CTA layer as usual.
+// Every CTA computes the whole row sum, both halves of the reference CTA, so one cluster
+// barrier per sum suffices.
+#pragma once
+
+#include <boundary/device/row_sum.cuh>
+
+#include <cooperative_groups.h>
+
+namespace boundary::dev {
+
+inline constexpr int kClusterCtas = 8;        // CTAs per row
+inline constexpr int kClusterThreads = 128;   // threads per CTA, one fragment each
+
+// barrier.cluster: arrive publishes this thread's shared-memory writes to the cluster, wait sees
+// every other CTA's; split so that a CTA can work between the two.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
+// Shared memory of one cluster row sum, used by it alone: a second sum needs its own, since
+// other CTAs may still read this one's chunk pairs when the second begins.
+struct ClusterSumScratch {
+  float chunk_pairs[kClusterThreads];
+  float warp_totals[kWarps];
+};
+
+// Cluster layer: from this thread's chunk pair to the row sum S, equal in every thread of the
+// cluster. Contains one cluster barrier and one CTA barrier. The caller must keep its CTA alive
+// (cluster_arrive, then cluster_wait before exiting) until every CTA has finished reading.
+__device__ __forceinline__ float cluster_row_sum(float chunk_pair, ClusterSumScratch& scratch) {
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const unsigned u = threadIdx.x;
+  scratch.chunk_pairs[u] = chunk_pair;
+  cluster_arrive();
+  cluster_wait();
+  float totals[2];
+#pragma unroll
+  for (unsigned parity = 0; parity < 2; ++parity) {
+    // thread_sum of reference thread 128 * parity + u: its fragments in order.
+    float s = cluster.map_shared_rank(scratch.chunk_pairs, parity)[u];
+#pragma unroll
+    for (unsigned k = 1; k < kFragments; ++k) s = add_rn(s, cluster.map_shared_rank(scratch.chunk_pairs, 2 * k + parity)[u]);
+    totals[parity] = warp_butterfly_sum(s);
+  }
+  // This CTA's warp w holds reference warps w (parity 0) and 4 + w (parity 1).
+  if ((u & 31) == 0) {
+    scratch.warp_totals[u >> 5] = totals[0];
+    scratch.warp_totals[kWarps / 2 + (u >> 5)] = totals[1];
+  }
+  __syncthreads();
+  return warp_totals_sum(scratch.warp_totals);
+}
+
+}  // namespace boundary::dev

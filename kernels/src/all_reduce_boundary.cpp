@@ -1,0 +1,107 @@
+#include "all_reduce_launch.hpp"
+#include "host_checks.hpp"
+
+#include <boundary/gpu/all_reduce_boundary.hpp>
+
+#include <string>
+
+namespace boundary::gpu {
+
+namespace {
+
+using namespace detail;
+
+std::string rank_name(std::size_t r) { return "partials[" + std::to_string(r) + "]"; }
+
+// Empty when the partials are fine, else why not.
+std::string partials_problem(std::span<const TensorView> partials) {
+  if (partials.empty() || partials.size() > static_cast<std::size_t>(kMaxRanks))
+    return "partials: " + std::to_string(partials.size()) + " given, expected 1 to " + std::to_string(kMaxRanks);
+  const TensorView& p0 = partials[0];
+  if (p0.shape.size() != 2 || p0.shape[0] < 1 || p0.shape[1] != kH)
+    return "'" + rank_name(0) + "' has shape " + shape_string(p0.shape) + ", expected [m, 8192] with m >= 1";
+  for (std::size_t r = 0; r < partials.size(); ++r)
+    if (std::string p = problem(partials[r], rank_name(r), {Dtype::bf16}, {p0.shape[0], kH}, 16); !p.empty()) return p;
+  return {};
+}
+
+void check_partials(std::span<const TensorView> partials) {
+  if (const std::string p = partials_problem(partials); !p.empty()) throw InputError("tensor " + p);
+}
+
+void fill_ranks(std::span<const TensorView> partials, const std::uint16_t* (&ranks)[kMaxRanks]) {
+  for (std::size_t r = 0; r < static_cast<std::size_t>(kMaxRanks); ++r)
+    ranks[r] = r < partials.size() ? static_cast<const std::uint16_t*>(partials[r].data) : nullptr;
+}
+
+}  // namespace
+
+void all_reduce(std::span<const TensorView> partials, const TensorView& branch, cudaStream_t cuda_stream) {
+  check_partials(partials);
+  check_tensor(branch, "branch", {Dtype::bf16}, partials[0].shape);
+  launch_all_reduce(partials, branch, cuda_stream);
+}
+
+void launch_all_reduce(std::span<const TensorView> partials, const TensorView& branch, cudaStream_t cuda_stream) {
+  const std::uint16_t* ranks[kMaxRanks];
+  fill_ranks(partials, ranks);
+  cuda_check(detail::launch_all_reduce(ranks, static_cast<int>(partials.size()), static_cast<std::uint16_t*>(branch.data),
+                                       partials[0].shape[0], cuda_stream),
+             "launching the all-reduce kernel");
+}
+
+void prepare_all_reduce(cudaStream_t stream) {
+  refuse_during_capture(stream, "prepare_all_reduce");
+  cuda_check(detail::prepare_all_reduce(Variant{}), "preparing the all-reduce kernel");
+}
+
+AllReduceBoundary::AllReduceBoundary(const Constants& constants, const Operands& operands)
+    : BoundaryBase(constants, operands) {
+  cuda_check(detail::max_active_clusters(&max_active_clusters_), "cudaOccupancyMaxActiveClusters");
+}
+
+bool AllReduceBoundary::takes(std::span<const TensorView> partials, const TensorView& stream) const {
+  return partials_problem(partials).empty() &&
+         problem(stream, "stream", {Dtype::f32, Dtype::bf16}, partials[0].shape, 16).empty();
+}
+
+void AllReduceBoundary::check(std::span<const TensorView> partials, const TensorView& stream,
+                              const Outputs& outputs) const {
+  check_partials(partials);
+  const std::vector<std::int64_t>& shape = partials[0].shape;
+  check_tensor(stream, "stream", {Dtype::f32, Dtype::bf16}, shape);
+  check_tensor(outputs.out, "out", {Dtype::bf16}, shape);
+  if (outputs.new_stream.data) check_tensor(outputs.new_stream, "new_stream", {Dtype::f32}, shape);
+}
+
+Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
+  return Variant{stream, store_stream, m > max_active_clusters_, pdl};
+}
+
+void AllReduceBoundary::prepare(const Variant& variant, cudaStream_t stream) {
+  refuse_during_capture(stream, "AllReduceBoundary::prepare");
+  const DeviceScope scope(device_);
+  cuda_check(detail::prepare_all_reduce(variant), "preparing the all-reduce boundary kernel");
+}
+
+void AllReduceBoundary::run(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
+                            cudaStream_t cuda_stream, std::optional<Variant> variant) {
+  require_device(device_, "AllReduceBoundary::run");
+  check(partials, stream, outputs);
+  check_variant(variant, stream, outputs);
+  launch(partials, stream, outputs, cuda_stream, variant);
+}
+
+void AllReduceBoundary::launch(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
+                               cudaStream_t cuda_stream, std::optional<Variant> variant) {
+  const std::int64_t m = partials[0].shape[0];
+  const Variant v = variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr);
+  AllReduceParams a{};
+  a.boundary = params(constants_, operands_, partials[0], stream, outputs);
+  a.boundary.branch = nullptr;
+  fill_ranks(partials, a.partials);
+  a.ranks = static_cast<int>(partials.size());
+  cuda_check(launch_all_reduce_boundary(a, m, v, cuda_stream), "launching the all-reduce boundary kernel");
+}
+
+}  // namespace boundary::gpu

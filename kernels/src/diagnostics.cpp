@@ -1,0 +1,132 @@
+// The host API of the instrumented DraftBoundary builds: the same checks as run(), then the
+// debug or a planted-bug kernel.
+#include "diagnostics_launch.hpp"
+#include "host_checks.hpp"
+
+#include <boundary/gpu/diagnostics.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace boundary::gpu {
+
+using namespace detail;
+
+struct DiagnosticBoundary::Launch {
+  BoundaryParams params;
+  Variant variant;
+  std::int64_t m;
+};
+
+namespace {
+
+struct MutantBuild {
+  cudaError_t (*launch)(const BoundaryParams&, std::int64_t, const Variant&, cudaStream_t);
+  cudaError_t (*prepare)(const Variant&);
+};
+
+template <std::size_t... I>
+constexpr std::array<MutantBuild, sizeof...(I)> mutant_builds(std::index_sequence<I...>) {
+  return {MutantBuild{&launch_draft_boundary_mutant<kAllMutants[I]>, &prepare_draft_boundary_mutant<kAllMutants[I]>}...};
+}
+
+// One build per entry of kAllMutants: a build missing from kernels/CMakeLists.txt fails the link.
+constexpr std::array<MutantBuild, kAllMutants.size()> kMutantBuilds =
+    mutant_builds(std::make_index_sequence<kAllMutants.size()>());
+
+const MutantBuild& build_of(Mutant m) {
+  for (std::size_t i = 0; i < kAllMutants.size(); ++i)
+    if (kAllMutants[i] == m) return kMutantBuilds[i];
+  throw InputError("no planted-bug build of the DraftBoundary kernel for mutant '" + std::string(mutant_name(m)) + "'");
+}
+
+void check_intermediate(void* data, const char* name, Dtype dtype, std::vector<std::int64_t> shape) {
+  if (data == nullptr) return;
+  const std::string p = problem(TensorView{data, dtype, shape}, name, {dtype}, shape, 16);
+  if (!p.empty()) throw InputError("intermediate " + p);
+}
+
+void check_intermediates(const DeviceIntermediates& d, std::int64_t m) {
+  check_intermediate(d.post_row_sum, "post_row_sum", Dtype::f32, {m});
+  check_intermediate(d.r1, "r1", Dtype::f32, {m});
+  check_intermediate(d.y_b, "y_b", Dtype::bf16, {m, kH});
+  check_intermediate(d.res, "res", Dtype::f32, {m, kH});
+  check_intermediate(d.z, "z", Dtype::bf16, {m, kH});
+  check_intermediate(d.pre_row_sum, "pre_row_sum", Dtype::f32, {m});
+  check_intermediate(d.r2, "r2", Dtype::f32, {m});
+}
+
+}  // namespace
+
+DiagnosticBoundary::Launch DiagnosticBoundary::checked(const char* what, const TensorView& branch,
+                                                       const TensorView& stream, const Outputs& outputs,
+                                                       std::optional<Variant> variant) const {
+  require_device(device_, what);
+  check(branch, stream, outputs);
+  check_variant(variant, stream, outputs);
+  return unchecked(branch, stream, outputs, variant);
+}
+
+DiagnosticBoundary::Launch DiagnosticBoundary::unchecked(const TensorView& branch, const TensorView& stream,
+                                                         const Outputs& outputs, std::optional<Variant> variant) const {
+  const std::int64_t m = branch.shape[0];
+  Launch l{params(constants_, operands_, branch, stream, outputs),
+           variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr), m};
+  l.params.prefetch_distance = sm_count_;
+  return l;
+}
+
+void DiagnosticBoundary::run_with_intermediates(const TensorView& branch, const TensorView& stream,
+                                                const Outputs& outputs, const DeviceIntermediates& intermediates,
+                                                cudaStream_t cuda_stream, std::optional<Variant> variant) {
+  const Launch l = checked("DiagnosticBoundary::run_with_intermediates", branch, stream, outputs, variant);
+  check_intermediates(intermediates, l.m);
+  cuda_check(launch_draft_boundary_debug(l.params, intermediates, l.m, l.variant, cuda_stream),
+             "launching the debug DraftBoundary kernel");
+}
+
+void DiagnosticBoundary::run_mutant(Mutant m, const TensorView& branch, const TensorView& stream,
+                                    const Outputs& outputs, cudaStream_t cuda_stream, std::optional<Variant> variant) {
+  const MutantBuild& build = build_of(m);
+  const Launch l = checked("DiagnosticBoundary::run_mutant", branch, stream, outputs, variant);
+  cuda_check(build.launch(l.params, l.m, l.variant, cuda_stream), "launching a planted-bug DraftBoundary kernel");
+}
+
+void DiagnosticBoundary::launch_mutant(Mutant m, const TensorView& branch, const TensorView& stream,
+                                       const Outputs& outputs, cudaStream_t cuda_stream, std::optional<Variant> variant) {
+  const MutantBuild& build = build_of(m);
+  const Launch l = unchecked(branch, stream, outputs, variant);
+  cuda_check(build.launch(l.params, l.m, l.variant, cuda_stream), "launching a planted-bug DraftBoundary kernel");
+}
+
+void DiagnosticBoundary::prepare_mutant(Mutant m, const Variant& variant, cudaStream_t stream) {
+  const MutantBuild& build = build_of(m);
+  refuse_during_capture(stream, "DiagnosticBoundary::prepare_mutant");
+  const DeviceScope scope(device_);
+  cuda_check(build.prepare(variant), "preparing a planted-bug DraftBoundary kernel");
+}
+
+void run_after_producer(DiagnosticBoundary& b, Mutant m, const void* src_branch, const TensorView& dst_branch,
+                        const TensorView& stream, const Outputs& outputs, unsigned delay_ns, cudaStream_t cuda_stream,
+                        Variant variant) {
+  // Every check and module load before the producer starts: host time spent between the two
+  // launches would let the producer finish before the boundary starts, and hide a missing wait.
+  b.check(dst_branch, stream, outputs);
+  check_variant(variant, stream, outputs);
+  const std::int64_t rows = dst_branch.shape[0];
+  const std::size_t bytes = static_cast<std::size_t>(rows) * kH * 2;
+  const std::string p = problem(TensorView{const_cast<void*>(src_branch), Dtype::bf16, dst_branch.shape}, "src_branch",
+                                {Dtype::bf16}, dst_branch.shape, 16);
+  if (!p.empty()) throw InputError("tensor " + p);
+  if (m == Mutant::none) b.prepare(variant, cuda_stream);
+  else b.prepare_mutant(m, variant, cuda_stream);
+  cuda_check(prepare_producer(), "preparing the producer kernel");
+  cuda_check(launch_producer(src_branch, dst_branch.data, bytes, delay_ns, cuda_stream), "launching the producer kernel");
+  if (m == Mutant::none) b.launch(dst_branch, stream, outputs, cuda_stream, variant);
+  else b.launch_mutant(m, dst_branch, stream, outputs, cuda_stream, variant);
+}
+
+}  // namespace boundary::gpu

@@ -1,0 +1,149 @@
+// boundary-verify self-test: the gate's suites against every planted bug. A mutant no row catches
+// is a defect of the suites. GPU: the kernel mutants (boundary/gpu/diagnostics.hpp) on the gate's
+// suites; CPU: the emulator twins on the committed fixtures and on the edge suites.
+#include "cli_gate_parts.hpp"
+
+#include <boundary/constants_json.hpp>
+#include <boundary/mutant_emulators.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+namespace boundary::cli {
+
+using namespace gate_parts;
+
+CLI::App* setup_self_test(CLI::App& app, SelfTestOptions& o) {
+  CLI::App* sub = app.add_subcommand("self-test", "Run the gate's suites against every planted bug; each must be caught");
+  sub->add_option("--constants", o.constants, "Constants JSON")->required();
+  sub->add_option("--seed", o.seed, "Seed of the generated suites");
+  sub->add_option("--level", o.level, "Edge suite size: 1 or 2")->check(CLI::IsMember({1, 2}));
+  sub->add_option("--rows", o.rows, "Fuzzed rows per stream dtype")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
+  sub->add_option("--fixtures", o.fixtures, "Committed fixtures the emulator twins must fail")->capture_default_str();
+  sub->add_option("--threads", o.threads, "Host threads (0: every core)");
+  return sub;
+}
+
+namespace {
+
+// Rows in which the mutant's out or new_stream (when both have it) differ from the expected.
+std::int64_t rows_caught(const StageValues& expected, const StageValues& actual) {
+  std::vector<char> caught = differing_rows(expected.at("out"), actual.at("out"));
+  if (expected.count("new_stream") && actual.count("new_stream")) {
+    const std::vector<char> ns = differing_rows(expected.at("new_stream"), actual.at("new_stream"));
+    for (std::size_t r = 0; r < caught.size(); ++r) caught[r] |= ns[r];
+  }
+  return std::count(caught.begin(), caught.end(), 1);
+}
+
+// The emulator twins against the committed fixtures' recorded (hardware) outputs.
+std::map<Mutant, std::int64_t> twins_on_fixtures(const std::filesystem::path& dir, unsigned threads, int* files) {
+  std::map<Mutant, std::int64_t> caught;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".safetensors") continue;
+    ++*files;
+    const std::string name = entry.path().string();
+    const st::File f = st::read_file(entry.path());
+    const auto c = f.metadata.find("constants");
+    if (c == f.metadata.end()) throw InputError(name + ": __metadata__ has no 'constants' entry");
+    const Constants constants = parse_constants(c->second, name + " (__metadata__ 'constants')");
+    const BoundTensors bound = bind_inputs(f, constants, name);
+    StageValues recorded;
+    recorded["out"] = st::require(f, name, "out", {st::Dtype::BF16}, {bound.m, kH});
+    if (f.tensors.count("new_stream"))
+      recorded["new_stream"] = st::require(f, name, "new_stream", {st::Dtype::F32}, {bound.m, kH});
+    for (const Mutant m : mutants::kEmulatorTwins)
+      caught[m] += rows_caught(recorded, emulate(constants, bound, threads, false, m));
+  }
+  return caught;
+}
+
+std::map<Mutant, std::int64_t> kernel_mutants_on_suites(const SelfTestOptions& o, const Constants& base,
+                                                        unsigned threads) {
+  std::map<Mutant, std::int64_t> caught;
+  for (const SuiteSpec& spec : gate_suites(base, o.level, o.rows, o.seed)) {
+    for (suite::Suite& made : spec.make()) {
+      const auto s = bind_suite(spec, std::move(made), nullptr, "");
+      const StageValues expected = emulate(s->constants, s->bound, threads, false);
+      for (const Mutant m : kAllMutants) {
+        GateVariant v{"mutant", GateVariant::Kind::fused, spec.stream, true,
+                      m == Mutant::late_gates_wrong_columns, true};
+        caught[m] += rows_caught(expected, o.gpu_hook.run_mutant(m, s->constants, s->bound, v));
+      }
+    }
+  }
+  return caught;
+}
+
+nlohmann::json count_or_null(const std::map<Mutant, std::int64_t>& counts, Mutant m) {
+  const auto it = counts.find(m);
+  return it == counts.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second);
+}
+
+}  // namespace
+
+nlohmann::json run_self_test(const SelfTestOptions& o, int* exit_code) {
+  const Constants base = read_constants(o.constants);
+  if (o.level != 1 && o.level != 2) throw InputError("--level: 1 or 2, not " + std::to_string(o.level));
+  const unsigned threads = host_threads(o.threads);
+
+  int fixture_files = 0;
+  const std::map<Mutant, std::int64_t> on_fixtures = twins_on_fixtures(o.fixtures, threads, &fixture_files);
+  std::map<Mutant, std::int64_t> on_edge;
+  for (const StreamDtype d : {StreamDtype::f32, StreamDtype::bf16}) {
+    const suite::Vacuity v = suite::check_vacuity(base, suite::make_edge_suite(base, o.level, o.seed, d).inputs, threads);
+    for (const Mutant m : mutants::kEmulatorTwins)
+      if (const auto it = v.rows_caught.find(std::string(mutant_name(m))); it != v.rows_caught.end())
+        on_edge[m] += it->second;
+  }
+  std::string gpu = "not run: this build has no GPU support";
+  std::map<Mutant, std::int64_t> on_gpu;
+  if (o.gpu_hook.available()) {
+    gpu = o.gpu_hook.probe() ? "run" : "not run: no CUDA device";
+    if (gpu == "run") on_gpu = kernel_mutants_on_suites(o, base, threads);
+  }
+
+  nlohmann::json rows = nlohmann::json::array(), survivors = nlohmann::json::array();
+  for (const Mutant m : kAllMutants) {
+    const bool twin = has_emulator_twin(m);
+    // Survives: a half that ran caught it in no row (fixtures: none recorded means no claim).
+    const bool survives = (gpu == "run" && on_gpu.at(m) == 0) ||
+                          (twin && ((fixture_files > 0 && on_fixtures.at(m) == 0) || on_edge[m] == 0));
+    if (survives) survivors.push_back(std::string(mutant_name(m)));
+    rows.push_back({{"mutant", mutant_name(m)},
+                    {"gpu_rows_caught", count_or_null(on_gpu, m)},
+                    {"emulator_twin", twin},
+                    {"fixture_rows_caught", twin ? count_or_null(on_fixtures, m) : nlohmann::json(nullptr)},
+                    {"edge_rows_caught", twin ? count_or_null(on_edge, m) : nlohmann::json(nullptr)},
+                    {"caught", !survives}});
+  }
+  const int rc = !survivors.empty() ? kMismatch : gpu == "run" ? kSuccess : kNoDevice;
+  if (exit_code) *exit_code = rc;
+  return {{"command", "self-test"}, {"constants_file", o.constants.string()}, {"seed", o.seed}, {"level", o.level},
+          {"fuzz_rows", o.rows}, {"fixtures", o.fixtures.string()}, {"fixture_files", fixture_files}, {"gpu", gpu},
+          {"mutants", rows}, {"survivors", survivors}, {"exit_code", rc}};
+}
+
+std::string format_self_test(const nlohmann::json& r) {
+  std::ostringstream o;
+  o << "self-test: " << r["constants_file"].get<std::string>() << ", " << r["fixture_files"]
+    << " committed fixtures, GPU " << r["gpu"].get<std::string>() << "\n";
+  o << "  mutant                    GPU rows   fixture rows (emulator twin)   edge rows (twin)\n";
+  auto cell = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : v.dump(); };
+  for (const auto& m : r["mutants"]) {
+    const std::string name = m["mutant"].get<std::string>();
+    o << "  " << name << std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') << cell(m["gpu_rows_caught"])
+      << std::string(11, ' ') << cell(m["fixture_rows_caught"]) << std::string(29, ' ')
+      << cell(m["edge_rows_caught"]) << (m["caught"].get<bool>() ? "" : "   SURVIVES") << "\n";
+  }
+  const int rc = r["exit_code"].get<int>();
+  o << "  result: "
+    << (rc == 1    ? "FAIL: " + r["survivors"].dump() + " survive (a defect of the suites)"
+        : rc == 77 ? std::string("every emulator twin caught; the GPU half DID NOT RUN (") + r["gpu"].get<std::string>() + ")"
+                   : std::string("every mutant caught"))
+    << " (exit " << rc << ")\n";
+  return o.str();
+}
+
+}  // namespace boundary::cli

@@ -1,0 +1,91 @@
+// The vacuity check: a suite is worth running only if the planted bugs change its outputs.
+#include <boundary/boundary_tensors.hpp>
+#include <boundary/edge_suite.hpp>
+#include <boundary/mutant.hpp>
+#include <boundary/mutant_emulators.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace boundary::suite {
+
+namespace {
+
+struct Result {
+  std::vector<std::uint16_t> out;
+  std::vector<float> new_stream;
+};
+
+Result emulate(Mutant m, const Constants& constants, const BoundTensors& bound, unsigned threads) {
+  const auto n = static_cast<std::size_t>(bound.m) * kH;
+  Result r{std::vector<std::uint16_t>(n), std::vector<float>(n)};
+  ref::Outputs o;
+  o.out = r.out.data();
+  o.new_stream = r.new_stream.data();
+  mutants::run_emulator(m, constants, bound.operands, bound.inputs, o, threads);
+  return r;
+}
+
+template <class T>
+bool row_differs(const std::vector<T>& a, const std::vector<T>& b, std::int64_t row) {
+  const std::size_t at = static_cast<std::size_t>(row) * kH;
+  return std::memcmp(&a[at], &b[at], kH * sizeof(T)) != 0;
+}
+
+// For every emulator twin, which rows of the inputs it changes.
+std::vector<std::vector<bool>> caught_rows(const Constants& constants, const BoundTensors& bound, unsigned threads) {
+  const Result production = emulate(Mutant::none, constants, bound, threads);
+  std::vector<std::vector<bool>> caught;
+  for (const Mutant m : mutants::kEmulatorTwins) {
+    const Result mutant = emulate(m, constants, bound, threads);
+    std::vector<bool>& rows = caught.emplace_back(static_cast<std::size_t>(bound.m));
+    for (std::int64_t row = 0; row < bound.m; ++row)
+      rows[static_cast<std::size_t>(row)] =
+          row_differs(production.out, mutant.out, row) || row_differs(production.new_stream, mutant.new_stream, row);
+  }
+  return caught;
+}
+
+}  // namespace
+
+Vacuity check_vacuity(const Constants& constants, const safetensors::File& inputs, unsigned threads) {
+  const BoundTensors bound = bind_inputs(inputs, constants, "vacuity check");
+  const std::vector<std::vector<bool>> caught = caught_rows(constants, bound, threads);
+  Vacuity v;
+  for (std::size_t i = 0; i < caught.size(); ++i) {
+    const auto rows = static_cast<std::int64_t>(std::count(caught[i].begin(), caught[i].end(), true));
+    const std::string name(mutant_name(mutants::kEmulatorTwins[i]));
+    v.rows_caught[name] = rows;
+    if (rows == 0) v.uncaught.push_back(name);
+  }
+  return v;
+}
+
+std::vector<std::int64_t> witness_rows(const Constants& constants, const safetensors::File& inputs, int per_mutant,
+                                       unsigned threads) {
+  const BoundTensors bound = bind_inputs(inputs, constants, "witness rows");
+  std::set<std::int64_t> rows;
+  for (const std::vector<bool>& caught : caught_rows(constants, bound, threads)) {
+    int taken = 0;
+    for (std::int64_t row = 0; row < bound.m && taken < per_mutant; ++row)
+      if (caught[static_cast<std::size_t>(row)]) rows.insert(row), ++taken;
+  }
+  return {rows.begin(), rows.end()};
+}
+
+safetensors::File select_rows(const safetensors::File& inputs, std::span<const std::int64_t> rows) {
+  safetensors::File f = inputs;
+  for (const char* name : {"branch", "stream"}) {
+    const safetensors::Tensor& t = inputs.tensors.at(name);
+    const std::size_t row_bytes = t.bytes.size() / static_cast<std::size_t>(t.shape.at(0));
+    safetensors::Tensor& picked = f.tensors.at(name);
+    picked.shape[0] = static_cast<std::int64_t>(rows.size());
+    picked.bytes.resize(rows.size() * row_bytes);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      std::memcpy(&picked.bytes[i * row_bytes], &t.bytes.at(static_cast<std::size_t>(rows[i]) * row_bytes), row_bytes);
+  }
+  return f;
+}
+
+}  // namespace boundary::suite
