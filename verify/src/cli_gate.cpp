@@ -36,6 +36,7 @@ std::vector<GateVariant> all_gate_variants() {
                              (late ? "-late" : "-early") + (pdl ? "-pdl" : "-nopdl"),
                          GateVariant::Kind::fused, d, store, late, pdl});
   all.push_back({"graph", GateVariant::Kind::graph, std::nullopt, true, false, true});
+  all.push_back({"all-reduce", GateVariant::Kind::all_reduce, std::nullopt, true, false, true});
   return all;
 }
 

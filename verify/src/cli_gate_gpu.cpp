@@ -1,12 +1,14 @@
 // The gate's GPU half: each implementation on bound rows (eager chain, fused variants, a CUDA
-// graph replay), the fused kernel's debug build with its intermediates, and the planted bugs.
+// graph replay, the all-reduce boundary of one rank), the fused kernel's debug build with its intermediates, and the planted bugs.
 #include <boundary/gate.hpp>
+#include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/diagnostics.hpp>
 #include <boundary/gpu_runs.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <span>
 
 namespace boundary::cli {
 
@@ -74,6 +76,14 @@ StageValues run_variant(const Constants& c, const BoundTensors& bound, const Gat
                              eager.run(in.branch, in.stream, out, nullptr);
                            }));
   }
+  if (v.kind == GateVariant::Kind::all_reduce) {
+    gpu::AllReduceBoundary all_reduce(c, ops.views());
+    const gpu::Variant variant = all_reduce.variant_for(in.m, bound.inputs.stream_dtype, v.store, v.pdl);
+    all_reduce.prepare(variant);
+    return to_stage_values(in.m, gpu_runs::run_poisoned(in.m, v.store, [&](const gpu::Outputs& out) {
+                             all_reduce.run(std::span(&in.branch, 1), in.stream, out, nullptr, variant);
+                           }));
+  }
   gpu::DraftBoundary fused(c, ops.views());
   const gpu::Variant variant = launch_variant(v, fused, bound);
   fused.prepare(variant);
@@ -94,7 +104,8 @@ struct DeviceStage {
 };
 
 std::optional<StageValues> run_with_intermediates(const Constants& c, const BoundTensors& bound, const GateVariant& v) {
-  if (v.kind == GateVariant::Kind::eager) return std::nullopt;  // its stages are not exposed
+  // The eager chain's and the all-reduce boundary's stages are not exposed.
+  if (v.kind == GateVariant::Kind::eager || v.kind == GateVariant::Kind::all_reduce) return std::nullopt;
   const gpu_runs::DeviceOperands ops(c, bound.operands);
   const gpu_runs::DeviceInputs in(bound);
   gpu::DiagnosticBoundary diag(c, ops.views());

@@ -119,11 +119,11 @@ void check_junit(const std::string& xml, std::size_t failures) {
 
 }  // namespace
 
-TEST_CASE("variants: all 18 by name; a list picks some; an unknown name is an InputError naming it") {
+TEST_CASE("variants: all 19 by name; a list picks some; an unknown name is an InputError naming it") {
   const auto all = cli::all_gate_variants();
-  CHECK(all.size() == 18);
+  CHECK(all.size() == 19);
   CHECK(all.front().name == "eager");
-  CHECK(all.back().name == "graph");
+  CHECK(all.back().name == "all-reduce");
   CHECK(std::count_if(all.begin(), all.end(), [](const auto& v) { return v.name == "bf16-nostore-late-nopdl"; }) == 1);
   const auto some = cli::parse_gate_variants("graph,f32-store-early-pdl,graph");
   REQUIRE(some.size() == 2);

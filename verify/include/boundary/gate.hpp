@@ -22,8 +22,10 @@ namespace boundary::cli {
 
 // One GPU implementation the gate runs. Names: "eager", "graph", and the fused kernel's
 // "<f32|bf16>-<store|nostore>-<early|late>-<pdl|nopdl>" (e.g. "f32-store-early-pdl").
+// all_reduce: the fused all-reduce boundary with the suite's branch as its one rank partial
+// (contract section 7: one rank passes P_0 unchanged, so it owes the same bits as the others).
 struct GateVariant {
-  enum class Kind { eager, fused, graph };
+  enum class Kind { eager, fused, graph, all_reduce };
   std::string name;
   Kind kind = Kind::fused;
   std::optional<StreamDtype> stream;  // fused: the stream dtype it is compiled for; else any
@@ -33,7 +35,7 @@ struct GateVariant {
   bool runs_on(StreamDtype suite_stream) const { return !stream || *stream == suite_stream; }
 };
 
-// Every implementation, in report order: eager, the 16 fused variants, graph.
+// Every implementation, in report order: eager, the 16 fused variants, graph, all-reduce.
 std::vector<GateVariant> all_gate_variants();
 // "a,b,c" (or "all"); InputError naming the unknown one and listing the known.
 std::vector<GateVariant> parse_gate_variants(const std::string& list);
