@@ -68,10 +68,7 @@ bool AllReduceBoundary::takes(std::span<const TensorView> partials, const Tensor
 void AllReduceBoundary::check(std::span<const TensorView> partials, const TensorView& stream,
                               const Outputs& outputs) const {
   check_partials(partials);
-  const std::vector<std::int64_t>& shape = partials[0].shape;
-  check_tensor(stream, "stream", {Dtype::f32, Dtype::bf16}, shape);
-  check_tensor(outputs.out, "out", {Dtype::bf16}, shape);
-  if (outputs.new_stream.data) check_tensor(outputs.new_stream, "new_stream", {Dtype::f32}, shape);
+  check_stream_and_outputs(stream, outputs, partials[0].shape);
 }
 
 Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {

@@ -61,9 +61,7 @@ void BoundaryBase::check(const TensorView& branch, const TensorView& stream, con
     throw InputError("input 'branch' has shape " + shape_string(branch.shape) + ", expected [m, 8192] with m >= 1");
   const std::vector<std::int64_t> shape = {branch.shape[0], kH};
   check_tensor(branch, "branch", {Dtype::bf16}, shape);
-  check_tensor(stream, "stream", {Dtype::f32, Dtype::bf16}, shape);
-  check_tensor(outputs.out, "out", {Dtype::bf16}, shape);
-  if (outputs.new_stream.data) check_tensor(outputs.new_stream, "new_stream", {Dtype::f32}, shape);
+  check_stream_and_outputs(stream, outputs, shape);
 }
 
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {

@@ -89,6 +89,12 @@ StreamDtype stream_dtype(const TensorView& stream) {
   return stream.dtype == Dtype::bf16 ? StreamDtype::bf16 : StreamDtype::f32;
 }
 
+void check_stream_and_outputs(const TensorView& stream, const Outputs& outputs, const std::vector<std::int64_t>& shape) {
+  check_tensor(stream, "stream", {Dtype::f32, Dtype::bf16}, shape);
+  check_tensor(outputs.out, "out", {Dtype::bf16}, shape);
+  if (outputs.new_stream.data) check_tensor(outputs.new_stream, "new_stream", {Dtype::f32}, shape);
+}
+
 void check_weight(const NormConstants& norm, const std::optional<TensorView>& weight, const std::string& name) {
   if (!norm.has_weight()) {
     if (weight.has_value())

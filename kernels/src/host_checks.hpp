@@ -41,6 +41,8 @@ void require(const TensorView& t, const std::string& name, std::initializer_list
 // problem() as InputError "tensor ...", 16-byte alignment.
 void check_tensor(const TensorView& t, const std::string& name, std::initializer_list<Dtype> dtypes,
                   const std::vector<std::int64_t>& shape);
+// The stream (F32 or BF16), out and, when stored, new_stream of a launch of `shape`.
+void check_stream_and_outputs(const TensorView& stream, const Outputs& outputs, const std::vector<std::int64_t>& shape);
 void check_weight(const NormConstants& norm, const std::optional<TensorView>& weight, const std::string& name);
 void refuse_during_capture(cudaStream_t stream, const char* what);
 void require_device(int device, const char* what);

@@ -1,4 +1,6 @@
 // boundary-verify emulate, driven through its options struct (no argv).
+#include "temp_dir.hpp"
+
 #include <boundary/cli.hpp>
 #include <boundary/primitives.hpp>
 #include <boundary/safetensors.hpp>
@@ -19,11 +21,7 @@ namespace {
 const fs::path kFfn = BOUNDARY_SOURCE_DIR "/fixtures/constants/muse-spark-post-ffn.json";
 const fs::path kAttention = BOUNDARY_SOURCE_DIR "/fixtures/constants/muse-spark-post-attention.json";
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("boundary-test-" + std::to_string(std::random_device{}()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test::TempDir;
 
 st::Tensor filled_bf16(std::vector<std::int64_t> shape, std::uint16_t v) {
   st::Tensor t = st::make_tensor(st::Dtype::BF16, std::move(shape));

@@ -2,6 +2,8 @@
 // (the CPU parts, exit 77), and with fake GPU hooks built on the emulator: one that agrees (exit
 // 0) and one that flips one bit of `out` in one variant, so that the mismatch, diagnosis, shrink,
 // report and JUnit paths run without a GPU.
+#include "temp_dir.hpp"
+
 #include <boundary/constants_json.hpp>
 #include <boundary/gate.hpp>
 #include <boundary/reference.hpp>
@@ -27,11 +29,7 @@ const fs::path kSchema = BOUNDARY_SOURCE_DIR "/verify/report-schema.json";
 const fs::path kFixtures = BOUNDARY_SOURCE_DIR "/fixtures/boundary";
 constexpr std::int64_t kFlipColumn = 5;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("boundary-gate-" + std::to_string(std::random_device{}()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test::TempDir;
 
 cli::GateOptions small_gate() {
   cli::GateOptions o;

@@ -1,6 +1,8 @@
 // boundary-verify replay and its report, driven through ReplayOptions (no argv). Fixtures are
 // made here: generated inputs and the emulator's own outputs, so that a clean replay must find
 // nothing, and every planted bit flip must be found exactly where it was planted.
+#include "temp_dir.hpp"
+
 #include <boundary/constants_json.hpp>
 #include <boundary/generate.hpp>
 #include <boundary/reference.hpp>
@@ -27,11 +29,7 @@ const fs::path kFfn = BOUNDARY_SOURCE_DIR "/fixtures/constants/muse-spark-post-f
 const fs::path kSchema = BOUNDARY_SOURCE_DIR "/verify/report-schema.json";
 constexpr std::int64_t kRows = 5;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("boundary-replay-" + std::to_string(std::random_device{}()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test::TempDir;
 
 // A fixture whose recorded outputs are the emulator's: inputs from generate_inputs, metadata as
 // a capture would write it, minus the provenance keys (replay must not need them).
