@@ -6,8 +6,10 @@ include(CMakePackageConfigHelpers)
 install(TARGETS boundary_reference EXPORT boundaryTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The emulator twins of the planted bugs are the self-test's, not the package's: their header stays out.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/reference/include/boundary
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  PATTERN "mutant_emulators.hpp" EXCLUDE)
 install(EXPORT boundaryTargets NAMESPACE boundary::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/boundary)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/boundaryConfig.cmake.in
