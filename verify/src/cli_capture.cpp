@@ -12,7 +12,6 @@
 
 #include <cstring>
 #include <sstream>
-#include <thread>
 
 namespace boundary::cli {
 
@@ -79,7 +78,7 @@ std::int64_t compare(const std::string& pair, const std::string& tensor, const T
 
 nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
   const Constants constants = read_constants(o.constants);
-  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = host_threads(o.threads);
   st::File file;
   std::string source = "generated";
   const StreamDtype generated_stream = o.stream_dtype == "bf16" ? StreamDtype::bf16 : StreamDtype::f32;

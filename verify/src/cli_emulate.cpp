@@ -7,6 +7,7 @@
 #include <boundary/reference.hpp>
 #include <boundary/version.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <sstream>
@@ -15,6 +16,8 @@
 namespace boundary::cli {
 
 namespace st = safetensors;
+
+unsigned host_threads(unsigned asked) { return asked ? asked : std::max(1u, std::thread::hardware_concurrency()); }
 
 CLI::App* setup_emulate(CLI::App& app, EmulateOptions& o) {
   CLI::App* sub = app.add_subcommand("emulate", "Run the contract's CPU emulator on boundary rows");
@@ -106,7 +109,7 @@ nlohmann::json run_emulate(const EmulateOptions& o) {
   if (!out.r1) out.r1 = r1.data();
   if (!out.r2) out.r2 = r2.data();
 
-  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = host_threads(o.threads);
   const auto t0 = std::chrono::steady_clock::now();
   ref::Boundary(constants, bound.operands).run(bound.inputs, out, threads);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

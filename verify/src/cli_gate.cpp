@@ -6,7 +6,6 @@
 #include <boundary/constants_json.hpp>
 #include <boundary/junit.hpp>
 #include <boundary/replay.hpp>
-#include <boundary/version.hpp>
 
 #include <unistd.h>
 
@@ -167,13 +166,8 @@ GateResult gate(const GateOptions& o) {
   const std::optional<st::File> operands = o.operands ? std::optional(read_operands(*o.operands)) : std::nullopt;
   const unsigned threads = host_threads(o.threads);
 
-  GateResult result;
+  GateResult result{report::start_report("gate", o.max_mismatches)};
   report::Report& rep = result.report;
-  rep.command = "gate";
-  rep.tool_version = kVersion;
-  rep.created = report::utc_now_iso8601();
-  rep.environment = report::host_environment();
-  rep.mismatches = report::MismatchLog(o.max_mismatches);
   rep.gpu = gpu_status(o, rep.environment);
   const bool gpu = rep.gpu == "run";
   rep.gate.emplace();

@@ -8,11 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 namespace boundary::cli::gate_parts {
-
-unsigned host_threads(unsigned asked) { return asked ? asked : std::max(1u, std::thread::hardware_concurrency()); }
 
 namespace {
 

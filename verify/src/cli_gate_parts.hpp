@@ -12,8 +12,6 @@ namespace boundary::cli::gate_parts {
 
 namespace st = safetensors;
 
-unsigned host_threads(unsigned asked);
-
 // A suite to build: its name in the report, its constants and a maker (a spec may make several
 // suites: the operand-special ones, one per special operand column).
 struct SuiteSpec {

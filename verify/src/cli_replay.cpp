@@ -2,11 +2,9 @@
 // hook's kernels), every output element compared bit for bit with the recorded one.
 #include <boundary/constants_json.hpp>
 #include <boundary/replay.hpp>
-#include <boundary/version.hpp>
 
 #include <algorithm>
 #include <sstream>
-#include <thread>
 
 namespace boundary::cli {
 
@@ -124,15 +122,10 @@ int exit_code_of(const report::Report& r) {
 
 ReplayResult replay(const ReplayOptions& o) {
   if (o.files.empty()) throw InputError("replay: give at least one fixture file");
-  ReplayResult result;
+  ReplayResult result{report::start_report("replay", o.max_mismatches)};
   report::Report& rep = result.report;
-  rep.command = "replay";
-  rep.tool_version = kVersion;
-  rep.created = report::utc_now_iso8601();
-  rep.environment = report::host_environment();
-  rep.mismatches = report::MismatchLog(o.max_mismatches);
   rep.gpu = gpu_status(o, rep.environment);
-  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = host_threads(o.threads);
 
   for (const std::filesystem::path& path : o.files) {
     const Fixture f(path);

@@ -1,6 +1,7 @@
 #include <boundary/report.hpp>
 
 #include <boundary/types.hpp>
+#include <boundary/version.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -134,6 +135,16 @@ Environment host_environment() {
   env.host = ::gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
   env.host_threads = std::thread::hardware_concurrency();
   return env;
+}
+
+Report start_report(std::string command, std::size_t max_mismatches) {
+  Report r;
+  r.command = std::move(command);
+  r.tool_version = kVersion;
+  r.created = utc_now_iso8601();
+  r.environment = host_environment();
+  r.mismatches = MismatchLog(max_mismatches);
+  return r;
 }
 
 std::string utc_now_iso8601() {

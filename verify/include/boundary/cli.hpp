@@ -23,6 +23,9 @@ enum ExitCode : int {
   kInternal = 70,      // a bug of this tool (EX_SOFTWARE)
 };
 
+// The host threads a `--threads N` option means: N, or every core for 0.
+unsigned host_threads(unsigned asked);
+
 struct EmulateOptions {
   std::filesystem::path constants;
   std::optional<std::filesystem::path> inputs;

@@ -187,6 +187,8 @@ struct Report {
 
 // The host's name and the current UTC time, for a report's environment and `created`.
 Environment host_environment();
+// A report of `command` begun now: the tool's version, this host, the mismatch cap.
+Report start_report(std::string command, std::size_t max_mismatches);
 std::string utc_now_iso8601();
 
 // Bits as the report writes them: "0x3F80" (BF16, F16), "0x3F800000" (F32).
