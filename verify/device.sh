@@ -6,6 +6,8 @@
 # Each step's log is kept; a failing step does not stop the later ones, and the exit code is
 # the number of failed steps (0: everything passed). SKIP="name ..." leaves those steps out (the
 # device tool's calls are limited to 10 minutes: the 2^32 hardware checks need not rerun each time).
+# The benchmark's numbers land in $out/gpu_bench.json, torch.compile's in $out/torch_peer.json, and
+# both side by side in $out/bench_combined.json (the table is in the bench_combined log).
 set -uo pipefail
 out=${1:-${OUT:?set OUT or pass a log directory}}
 logs=$out/logs  # one log per step; packed into $out/logs.tar.gz at the end (the device tool returns few files)
@@ -41,6 +43,11 @@ step nan_probe build-device/reference/boundary_nan_probe
 step emulator_vs_hardware build-device/reference/boundary_emulator_vs_hardware
 step emulator_bench build-device/reference/boundary_emulator_bench --rows 4000
 step gpu_bench build-device/kernels/bench/boundary_gpu_bench --json "$out/gpu_bench.json"
+# The peer in the same run: the plain PyTorch boundary, eager and torch.compile'd, then one table.
+step torch_peer python3 kernels/bench/torch_peer.py --constants fixtures/constants/muse-spark-post-ffn.json \
+  --json "$out/torch_peer.json"
+step bench_combined python3 kernels/bench/combine_bench.py "$out/gpu_bench.json" "$out/torch_peer.json" \
+  --json "$out/bench_combined.json"
 step gpu_bench_one_launch build-device/kernels/bench/boundary_gpu_bench --launches 1 --rows 1,8,32,132
 step sass bash -c 'cuobjdump -sass build-device/kernels/libboundary_kernels.a > "$0/kernels.sass" && verify/sass_summary.sh "$0/kernels.sass"' "$logs"
 for boundary in post-ffn post-attention; do

@@ -52,7 +52,7 @@ void launch_all_reduce(std::span<const TensorView> partials, const TensorView& b
 
 void prepare_all_reduce(cudaStream_t stream) {
   refuse_during_capture(stream, "prepare_all_reduce");
-  cuda_check(detail::prepare_all_reduce(Variant{}), "preparing the all-reduce kernel");
+  cuda_check(detail::prepare_all_reduce(), "preparing the all-reduce kernel");
 }
 
 AllReduceBoundary::AllReduceBoundary(const Constants& constants, const Operands& operands)
@@ -72,13 +72,15 @@ void AllReduceBoundary::check(std::span<const TensorView> partials, const Tensor
 }
 
 Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
-  return Variant{stream, store_stream, m > max_active_clusters_, pdl};
+  return Variant{stream, store_stream, m > max_active_clusters_, pdl, Layout::cluster};
 }
 
 void AllReduceBoundary::prepare(const Variant& variant, cudaStream_t stream) {
   refuse_during_capture(stream, "AllReduceBoundary::prepare");
   const DeviceScope scope(device_);
-  cuda_check(detail::prepare_all_reduce(variant), "preparing the all-reduce boundary kernel");
+  cuda_check(detail::prepare_all_reduce(), "preparing the all-reduce kernel");
+  for (int ranks : {1, kMaxRanks})  // its two builds: one rank, and R ranks
+    cuda_check(detail::prepare_all_reduce_boundary(variant, ranks), "preparing the all-reduce boundary kernel");
 }
 
 void AllReduceBoundary::run(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,

@@ -1,11 +1,8 @@
-// The all-reduce boundary's kernels (contract section 7): the eager one-shot all-reduce and the
-// fused all-reduce boundary, a cluster of 8 CTAs of 128 threads per row, one 8-column fragment
-// per thread (CTA j, thread u: columns 1024 j + 8 u), the row sums through the cluster layer.
+// The eager one-shot all-reduce of contract section 7 (the fused all-reduce boundary is the
+// cluster layout of cluster_boundary_kernel.cuh, built in draft_boundary_kernel.cu).
 #include "all_reduce_launch.hpp"
 
-#include <boundary/device/cluster_row_sum.cuh>
 #include <boundary/device/fragment_stages.cuh>
-#include <boundary/device/pdl_launch.cuh>
 
 namespace boundary::gpu::detail {
 
@@ -34,46 +31,6 @@ __global__ void __launch_bounds__(kThreads) all_reduce_kernel(const AllReducePar
   *reinterpret_cast<uint4*>(branch + at) = a.ranks == 1 ? raw[0] : pack_bf16x8(x);
 }
 
-template <bool kStreamF32, bool kStore>
-__global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterThreads)
-    all_reduce_boundary_kernel(const AllReduceParams a) {
-  __shared__ ClusterSumScratch post_sum, pre_sum;
-  const BoundaryParams& p = a.boundary;
-  const int column[1] = {1024 * static_cast<int>(blockIdx.x % kClusterCtas) + kVec * static_cast<int>(threadIdx.x)};
-  const std::size_t at = static_cast<std::size_t>(blockIdx.x / kClusterCtas) * kH + column[0];
-  Gates<1> g;
-  if (!p.late_gates) load_gates(p.alpha, p.beta, p.post, p.pre, column, false, g);  // overlaps the previous grid's tail
-  pdl_wait();
-  pdl_launch_dependents();
-  if (p.late_gates) load_gates(p.alpha, p.beta, p.post, p.pre, column, true, g);
-
-  uint4 raw[kMaxRanks];
-  float x[1][kVec], s[1][kVec];
-  load_partials(a, at, raw);
-  load_stream<kStreamF32>(p.stream, at, s[0]);
-  all_reduce_fragment(raw, a.ranks, x[0]);
-
-  norm_fragments(p.post, g.post_gamma, x, [&](float t) { return cluster_row_sum(t, post_sum); }, post_factor);
-  connect_fragments(g, x, s);
-  if constexpr (kStore) store_f32x8(p.new_stream + at, s[0]);
-  norm_fragments(p.pre, g.pre_gamma, x, [&](float t) { return cluster_row_sum(t, pre_sum); });
-  cluster_arrive();  // this CTA is done reading the others' shared memory ...
-  *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
-  cluster_wait();    // ... and keeps its own alive until they are done with it
-}
-
-template <bool kStreamF32, bool kStore>
-cudaError_t launch_variant(const AllReduceParams& a, std::int64_t m, bool pdl, cudaStream_t stream) {
-  return launch_pdl(all_reduce_boundary_kernel<kStreamF32, kStore>, dim3(static_cast<unsigned>(m * kClusterCtas)),
-                    dim3(kClusterThreads), pdl, stream, a);
-}
-
-template <bool kStreamF32, bool kStore>
-cudaError_t prepare_variant() {
-  cudaFuncAttributes attributes{};  // loads the kernel's module now, not lazily at first launch
-  return cudaFuncGetAttributes(&attributes, all_reduce_boundary_kernel<kStreamF32, kStore>);
-}
-
 }  // namespace
 
 cudaError_t launch_all_reduce(const std::uint16_t* const (&partials)[kMaxRanks], int ranks, std::uint16_t* branch,
@@ -87,27 +44,9 @@ cudaError_t launch_all_reduce(const std::uint16_t* const (&partials)[kMaxRanks],
   return cudaGetLastError();
 }
 
-cudaError_t launch_all_reduce_boundary(const AllReduceParams& p, std::int64_t m, const Variant& v, cudaStream_t s) {
-  AllReduceParams q = p;
-  q.boundary.late_gates = v.late_gates;
-  const bool f32 = v.stream == StreamDtype::f32;
-  if (f32) return v.store_stream ? launch_variant<true, true>(q, m, v.pdl, s) : launch_variant<true, false>(q, m, v.pdl, s);
-  return v.store_stream ? launch_variant<false, true>(q, m, v.pdl, s) : launch_variant<false, false>(q, m, v.pdl, s);
-}
-
-cudaError_t prepare_all_reduce(const Variant& v) {
-  cudaFuncAttributes attributes{};
-  if (const cudaError_t e = cudaFuncGetAttributes(&attributes, all_reduce_kernel); e != cudaSuccess) return e;
-  const bool f32 = v.stream == StreamDtype::f32;
-  if (f32) return v.store_stream ? prepare_variant<true, true>() : prepare_variant<true, false>();
-  return v.store_stream ? prepare_variant<false, true>() : prepare_variant<false, false>();
-}
-
-cudaError_t max_active_clusters(int* clusters) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kClusterCtas);
-  config.blockDim = dim3(kClusterThreads);
-  return cudaOccupancyMaxActiveClusters(clusters, all_reduce_boundary_kernel<true, true>, &config);
+cudaError_t prepare_all_reduce() {
+  cudaFuncAttributes attributes{};  // loads the kernel's module now, not lazily at first launch
+  return cudaFuncGetAttributes(&attributes, all_reduce_kernel);
 }
 
 }  // namespace boundary::gpu::detail

@@ -15,10 +15,12 @@ struct AllReduceParams {
 // The eager one-shot all-reduce: branch = the partials summed in rank order, m rows.
 cudaError_t launch_all_reduce(const std::uint16_t* const (&partials)[kMaxRanks], int ranks, std::uint16_t* branch,
                               std::int64_t m, cudaStream_t s);
-// The fused all-reduce boundary: one cluster of 8 CTAs of 128 threads per row.
+cudaError_t prepare_all_reduce();
+// The fused all-reduce boundary: the cluster layout (clusters of 8 CTAs of 128 threads, rows
+// strided over the clusters resident at once) on p.ranks partials.
 cudaError_t launch_all_reduce_boundary(const AllReduceParams& p, std::int64_t m, const Variant& v, cudaStream_t s);
-cudaError_t prepare_all_reduce(const Variant& v);
-// Clusters resident at once on this device (the width of one wave).
+cudaError_t prepare_all_reduce_boundary(const Variant& v, int ranks);
+// Clusters of the cluster layout resident at once on this device (one rank, F32 stream).
 cudaError_t max_active_clusters(int* clusters);
 
 }  // namespace boundary::gpu::detail

@@ -64,9 +64,13 @@ void BoundaryBase::check(const TensorView& branch, const TensorView& stream, con
   check_stream_and_outputs(stream, outputs, shape);
 }
 
+const char* layout_name(Layout l) { return l == Layout::cluster ? "cluster" : "cta"; }
+
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
-  return Variant{stream, store_stream, m > sm_count_, pdl};
+  return Variant{stream, store_stream, m > sm_count_, pdl, layout_for(m)};
 }
+
+Layout BoundaryBase::layout_for(std::int64_t m) const { return m <= 16 ? Layout::cluster : Layout::cta; }
 
 void DraftBoundary::prepare(const Variant& variant, cudaStream_t stream) {
   refuse_during_capture(stream, "DraftBoundary::prepare");

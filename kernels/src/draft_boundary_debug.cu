@@ -9,7 +9,7 @@ namespace boundary::gpu::detail {
 
 cudaError_t launch_draft_boundary_debug(const BoundaryParams& p, const DeviceIntermediates& d, std::int64_t m,
                                         const Variant& v, cudaStream_t s) {
-  return launch_rows(kernel_for<true>(v), p, m, v, s, d);
+  return launch_layout(p, m, v, s, d);
 }
 
 }  // namespace boundary::gpu::detail

@@ -1,12 +1,29 @@
-// The production build of the fused DraftBoundary kernel (draft_boundary_kernel.cuh).
+// The production build of the fused kernels: the DraftBoundary in both layouts
+// (draft_boundary_kernel.cuh) and the all-reduce boundary, the cluster layout on R partials
+// (cluster_boundary_kernel.cuh).
+#include "all_reduce_launch.hpp"
 #include "draft_boundary_kernel.cuh"
 
 namespace boundary::gpu::detail {
 
 cudaError_t launch_draft_boundary(const BoundaryParams& p, std::int64_t m, const Variant& v, cudaStream_t s) {
-  return launch_rows(kernel_for<false>(v), p, m, v, s);
+  return launch_layout(p, m, v, s, NoIntermediates{});
 }
 
-cudaError_t prepare_draft_boundary(const Variant& v) { return prepare_kernel(kernel_for<false>(v)); }
+cudaError_t prepare_draft_boundary(const Variant& v) { return prepare_layout<NoIntermediates>(v); }
+
+cudaError_t launch_all_reduce_boundary(const AllReduceParams& p, std::int64_t m, const Variant& v, cudaStream_t s) {
+  if (p.ranks == 1) return launch_cluster_rows<true>(p, m, v, s, NoIntermediates{});
+  return launch_cluster_rows<false>(p, m, v, s, NoIntermediates{});
+}
+
+cudaError_t prepare_all_reduce_boundary(const Variant& v, int ranks) {
+  if (ranks == 1) return prepare_cluster_rows<true, NoIntermediates>(v);
+  return prepare_cluster_rows<false, NoIntermediates>(v);
+}
+
+cudaError_t max_active_clusters(int* clusters) {
+  return resident_clusters(clusters);
+}
 
 }  // namespace boundary::gpu::detail

@@ -13,13 +13,13 @@ namespace boundary::gpu::detail {
 template <Mutant M>
 cudaError_t launch_draft_boundary_mutant(const BoundaryParams& p, std::int64_t m, const Variant& v, cudaStream_t s) {
   static_assert(M == kMutant);
-  return launch_rows(kernel_for<false>(v), p, m, v, s);
+  return launch_layout(p, m, v, s, NoIntermediates{});
 }
 
 template <Mutant M>
 cudaError_t prepare_draft_boundary_mutant(const Variant& v) {
   static_assert(M == kMutant);
-  return prepare_kernel(kernel_for<false>(v));
+  return prepare_layout<NoIntermediates>(v);
 }
 
 template cudaError_t launch_draft_boundary_mutant<kMutant>(const BoundaryParams&, std::int64_t, const Variant&,

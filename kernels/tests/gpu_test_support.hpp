@@ -651,7 +651,8 @@ struct Launch {
 
 inline std::string describe(const Variant& v) {
   return std::string("[stream ") + (v.stream == StreamDtype::f32 ? "F32" : "BF16") + (v.store_stream ? ", stored" : ", not stored") +
-         (v.late_gates ? ", late gates" : ", early gates") + (v.pdl ? ", PDL" : ", no PDL") + "]";
+         (v.late_gates ? ", late gates" : ", early gates") + (v.pdl ? ", PDL" : ", no PDL") + ", " +
+         gpu::layout_name(v.layout) + " layout]";
 }
 
 inline std::string describe(const Subject& s, const Launch& l, StreamDtype sd, std::int64_t m) {
@@ -670,27 +671,32 @@ inline void run_launch(Subject& s, const Launch& l, const TensorView& branch, co
 
 // How much of the variant matrix one m gets.
 enum class Coverage {
-  full,  // the eager chain stored / not, the default variant stored / not, and all 8 forced variants
-  some,  // the eager chain, the default variant stored / not, the late-gates choice flipped without PDL
-  few,   // the eager chain, the default variant, one forced variant (flipped, not stored, no PDL)
+  full,  // the eager chain stored / not, the default variant stored / not, and all 16 forced variants
+  some,  // the eager chain, the default variant stored / not, the late-gates choice and the layout flipped without PDL
+  few,   // the eager chain, the default variant, one forced variant (flipped, not stored, no PDL, the other layout)
 };
 
+inline gpu::Layout other_layout(gpu::Layout l) { return l == gpu::Layout::cta ? gpu::Layout::cluster : gpu::Layout::cta; }
+
 inline std::vector<Launch> launches(Coverage c, const gpu::BoundaryBase& b, std::int64_t m, StreamDtype sd) {
-  const bool late = b.variant_for(m, sd, true).late_gates;
+  const Variant natural = b.variant_for(m, sd, true);
+  const bool late = natural.late_gates;
+  const gpu::Layout other = other_layout(natural.layout);
   std::vector<Launch> l = {{Impl::eager, true, std::nullopt}, {Impl::fused, true, std::nullopt}};
   if (c == Coverage::few) {
-    l.push_back({Impl::fused, false, Variant{sd, false, !late, false}});
+    l.push_back({Impl::fused, false, Variant{sd, false, !late, false, other}});
     return l;
   }
   l.push_back({Impl::fused, false, std::nullopt});
   if (c == Coverage::some) {
-    l.push_back({Impl::fused, true, Variant{sd, true, !late, false}});
+    l.push_back({Impl::fused, true, Variant{sd, true, !late, false, other}});
     return l;
   }
   l.push_back({Impl::eager, false, std::nullopt});
-  for (bool store : {true, false})
-    for (bool late_gates : {false, true})
-      for (bool pdl : {false, true}) l.push_back({Impl::fused, store, Variant{sd, store, late_gates, pdl}});
+  for (gpu::Layout layout : {gpu::Layout::cta, gpu::Layout::cluster})
+    for (bool store : {true, false})
+      for (bool late_gates : {false, true})
+        for (bool pdl : {false, true}) l.push_back({Impl::fused, store, Variant{sd, store, late_gates, pdl, layout}});
   return l;
 }
 

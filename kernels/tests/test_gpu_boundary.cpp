@@ -184,8 +184,9 @@ TEST_CASE("batch invariance: a row gives the same bits at any position in batche
           const std::int64_t first = m + 17 <= kRows ? 17 : 0;
           for (std::int64_t position : std::set<std::int64_t>{0, m / 2, m - 1}) {
             rows.write_row(first + position, *source, probe_row);
-            const bool late = s.fused.variant_for(m, sd, true).late_gates;
-            for (const Launch& l : {Launch{Impl::fused, true, std::nullopt}, Launch{Impl::fused, true, Variant{sd, true, !late, false}},
+            const Variant natural = s.fused.variant_for(m, sd, true);
+            const Variant flipped{sd, true, !natural.late_gates, false, other_layout(natural.layout)};
+            for (const Launch& l : {Launch{Impl::fused, true, std::nullopt}, Launch{Impl::fused, true, flipped},
                                     Launch{Impl::eager, true, std::nullopt}}) {
               const std::string context = s.name + " | " + probe + " at position " + std::to_string(position) + " of m = " +
                                           std::to_string(m) + " | " + describe(s, l, sd, m);
@@ -269,7 +270,7 @@ TEST_CASE("PDL chain: producer -> boundary (PDL) -> consumer (PDL, griddepcontro
     const Expected& want = c.sd == StreamDtype::f32 ? want_f32 : want_bf16;
     const Variant natural = s.fused.variant_for(c.m, c.sd, c.store, /*pdl=*/true);
     REQUIRE(natural.pdl);
-    for (const Variant& v : {natural, Variant{c.sd, c.store, !natural.late_gates, true}}) {
+    for (const Variant& v : {natural, Variant{c.sd, c.store, !natural.late_gates, true, other_layout(natural.layout)}}) {
       const std::string context = s.name + " | PDL chain, m = " + std::to_string(c.m) + " | " + describe(v);
       const DeviceBuffer branch(bytes16(c.m)), out(bytes16(c.m)), ns(bytes32(c.m));
       const DeviceBuffer result_out(bytes16(c.m * c.steps)), result_ns(bytes32(c.m * c.steps));

@@ -136,11 +136,12 @@ std::int64_t rows_differing(const Tensors& got, const Tensors& want, bool store)
   return n;
 }
 
-// The launches a mutant is tried with: the late-gates bug needs late gates, the others the
-// default variant of these few rows.
-std::optional<Variant> mutant_variant(Mutant m, StreamDtype sd) {
-  if (m == Mutant::late_gates_wrong_columns) return Variant{sd, true, true, true};
-  return std::nullopt;
+constexpr gpu::Layout kLayouts[] = {gpu::Layout::cta, gpu::Layout::cluster};
+
+// The launch a mutant is tried with in a layout: the late-gates bug needs late gates, the others
+// early gates (the default for these few rows).
+Variant mutant_variant(Mutant m, StreamDtype sd, gpu::Layout layout) {
+  return Variant{sd, true, m == Mutant::late_gates_wrong_columns, true, layout};
 }
 
 }  // namespace
@@ -156,14 +157,16 @@ TEST_CASE("debug build: production outputs bit for bit, the emulator's intermedi
       const Stream stream;
       for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) {
         const Tensors want = emulate_all(s, data.rows, sd);
-        for (bool store : {true, false}) {
-          const std::string context = s.name + " | " + data.name + " | stream " + (sd == StreamDtype::f32 ? "F32" : "BF16") +
-                                      (store ? ", stored" : ", not stored");
+        for (const auto& [store, layout] : {std::pair{true, gpu::Layout::cta}, std::pair{false, gpu::Layout::cta},
+                                            std::pair{true, gpu::Layout::cluster}, std::pair{false, gpu::Layout::cluster}}) {
+          Variant v = s.fused.variant_for(m, sd, store);
+          v.layout = layout;
+          const std::string context = s.name + " | " + data.name + " | " + describe(v);
           production.poison();
           debug.poison();
-          s.fused.run(rows.branch_view(0, m), rows.stream_view(sd, 0, m), production.outputs(store), stream);
+          s.fused.run(rows.branch_view(0, m), rows.stream_view(sd, 0, m), production.outputs(store), stream, v);
           diagnostic.run_with_intermediates(rows.branch_view(0, m), rows.stream_view(sd, 0, m), debug.outputs(store),
-                                            debug.intermediates(), stream);
+                                            debug.intermediates(), stream, v);
           CUDA_CHECK(cudaStreamSynchronize(stream));
           const Tensors p = production.fetch(production.new_stream);
           const Tensors d = debug.fetch(debug.res);
@@ -211,21 +214,25 @@ TEST_CASE("every planted-bug build differs from the emulator on realistic and ed
       CUDA_CHECK(cudaStreamSynchronize(stream));
       return rows_differing(d.fetch(d.new_stream), wants[set], true);
     };
-    for (Mutant m : kAllMutants) {
-      if (m == Mutant::pdl_wait_missing) continue;  // needs a producer: the next test case
-      const std::string name(mutant_name(m));
-      std::int64_t caught = 0;
-      for (std::size_t set = 0; set < sets.size(); ++set) {
-        const std::int64_t n = differing(m, set, mutant_variant(m, StreamDtype::f32));
-        MESSAGE(k.name << " | " << name << ": " << n << " of " << sets[set].rows.n << " " << sets[set].name << " differ");
-        caught += n;
+    for (gpu::Layout layout : kLayouts) {
+      const std::string in_layout = std::string(" (") + gpu::layout_name(layout) + " layout)";
+      for (Mutant m : kAllMutants) {
+        if (m == Mutant::pdl_wait_missing) continue;  // needs a producer: the next test case
+        const std::string name(mutant_name(m));
+        std::int64_t caught = 0;
+        for (std::size_t set = 0; set < sets.size(); ++set) {
+          const std::int64_t n = differing(m, set, mutant_variant(m, StreamDtype::f32, layout));
+          MESSAGE(k.name << " | " << name << in_layout << ": " << n << " of " << sets[set].rows.n << " " << sets[set].name
+                         << " differ");
+          caught += n;
+        }
+        CHECK_MESSAGE(caught > 0, k.name << ": the planted bug '" << name << "' is not caught by any row" << in_layout);
       }
-      CHECK_MESSAGE(caught > 0, k.name << ": the planted bug '" << name << "' is not caught by any row");
+      // The late-gates bug is confined to the late-gates path: early gates give the right bits.
+      for (std::size_t set = 0; set < sets.size(); ++set)
+        CHECK_MESSAGE(differing(Mutant::late_gates_wrong_columns, set, Variant{StreamDtype::f32, true, false, true, layout}) == 0,
+                      k.name << " | " << sets[set].name << ": late_gates_wrong_columns changed an early-gates launch" << in_layout);
     }
-    // The late-gates bug is confined to the late-gates path: early gates give the right bits.
-    for (std::size_t set = 0; set < sets.size(); ++set)
-      CHECK_MESSAGE(differing(Mutant::late_gates_wrong_columns, set, Variant{StreamDtype::f32, true, false, true}) == 0,
-                    k.name << " | " << sets[set].name << ": late_gates_wrong_columns changed an early-gates launch");
   }
 }
 
@@ -240,26 +247,31 @@ TEST_CASE("the missing PDL wait shows behind a producer; the production kernel t
   gpu::DeviceBuffer branch(bytes16(m));
   DeviceTensors d(m);
   const Stream stream(cudaStreamNonBlocking);
-  const Variant v = diagnostic.variant_for(m, StreamDtype::f32, true, /*pdl=*/true);
-  // The branch the boundary reads holds poison until the producer copies: a boundary that read
-  // it before its wait computes NaN rows.
-  const auto run = [&](Mutant mutant) {
-    branch.fill(0xFF);
-    d.poison();
-    gpu::run_after_producer(diagnostic, mutant, rows.branch_view(0, m).data, branch.view(Dtype::bf16, {m, kH}),
-                            rows.stream_view(StreamDtype::f32, 0, m), d.outputs(true), kProducerDelayNs, stream, v);
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    return d.fetch(d.new_stream);
-  };
-  const Tensors production = run(Mutant::none);
-  expect_bits<std::uint16_t>("production behind the producer", "out", production.out, want.out, "the emulator");
-  expect_bits<float>("production behind the producer", "new_stream", production.new_stream, want.new_stream, "the emulator");
-  // A race the mutant loses nearly always; three tries keep a slow start from hiding it.
-  std::int64_t caught = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) caught += rows_differing(run(Mutant::pdl_wait_missing), want, true);
-  MESSAGE("pdl_wait_missing: " << caught << " of " << 3 * m << " rows differ over 3 chains");
-  CHECK_MESSAGE(caught > 0, "the planted bug 'pdl_wait_missing' is not caught behind a producer delayed "
-                                << kProducerDelayNs << " ns");
+  for (gpu::Layout layout : kLayouts) {
+    Variant v = diagnostic.variant_for(m, StreamDtype::f32, true, /*pdl=*/true);
+    v.layout = layout;
+    const std::string in_layout = std::string(" (") + gpu::layout_name(layout) + " layout)";
+    // The branch the boundary reads holds poison until the producer copies: a boundary that read
+    // it before its wait computes NaN rows.
+    const auto run = [&](Mutant mutant) {
+      branch.fill(0xFF);
+      d.poison();
+      gpu::run_after_producer(diagnostic, mutant, rows.branch_view(0, m).data, branch.view(Dtype::bf16, {m, kH}),
+                              rows.stream_view(StreamDtype::f32, 0, m), d.outputs(true), kProducerDelayNs, stream, v);
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      return d.fetch(d.new_stream);
+    };
+    const Tensors production = run(Mutant::none);
+    expect_bits<std::uint16_t>("production behind the producer" + in_layout, "out", production.out, want.out, "the emulator");
+    expect_bits<float>("production behind the producer" + in_layout, "new_stream", production.new_stream, want.new_stream,
+                       "the emulator");
+    // A race the mutant loses nearly always; three tries keep a slow start from hiding it.
+    std::int64_t caught = 0;
+    for (int attempt = 0; attempt < 3; ++attempt) caught += rows_differing(run(Mutant::pdl_wait_missing), want, true);
+    MESSAGE("pdl_wait_missing" << in_layout << ": " << caught << " of " << 3 * m << " rows differ over 3 chains");
+    CHECK_MESSAGE(caught > 0, "the planted bug 'pdl_wait_missing' is not caught behind a producer delayed "
+                                  << kProducerDelayNs << " ns" << in_layout);
+  }
 }
 
 TEST_CASE("diagnostics host API: refusals name what is wrong") {

@@ -27,13 +27,14 @@ std::filesystem::path default_fixtures_dir() { return BOUNDARY_FIXTURES_DIR; }
 std::vector<GateVariant> all_gate_variants() {
   std::vector<GateVariant> all;
   all.push_back({"eager", GateVariant::Kind::eager, std::nullopt, true, false, true});
-  for (const StreamDtype d : {StreamDtype::f32, StreamDtype::bf16})
-    for (const bool store : {true, false})
-      for (const bool late : {false, true})
-        for (const bool pdl : {true, false})
-          all.push_back({std::string(d == StreamDtype::f32 ? "f32" : "bf16") + (store ? "-store" : "-nostore") +
-                             (late ? "-late" : "-early") + (pdl ? "-pdl" : "-nopdl"),
-                         GateVariant::Kind::fused, d, store, late, pdl});
+  for (const bool cluster : {false, true})
+    for (const StreamDtype d : {StreamDtype::f32, StreamDtype::bf16})
+      for (const bool store : {true, false})
+        for (const bool late : {false, true})
+          for (const bool pdl : {true, false})
+            all.push_back({std::string(d == StreamDtype::f32 ? "f32" : "bf16") + (store ? "-store" : "-nostore") +
+                               (late ? "-late" : "-early") + (pdl ? "-pdl" : "-nopdl") + (cluster ? "-cluster" : ""),
+                           GateVariant::Kind::fused, d, store, late, pdl, cluster});
   all.push_back({"graph", GateVariant::Kind::graph, std::nullopt, true, false, true});
   all.push_back({"all-reduce", GateVariant::Kind::all_reduce, std::nullopt, true, false, true});
   return all;

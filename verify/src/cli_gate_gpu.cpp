@@ -24,7 +24,8 @@ constexpr unsigned kProducerDelayNs = 100'000;
 
 gpu::Variant launch_variant(const GateVariant& v, const gpu::DraftBoundary& b, const BoundTensors& bound) {
   if (v.kind == GateVariant::Kind::graph) return b.variant_for(bound.m, bound.inputs.stream_dtype, true, true);
-  return gpu::Variant{bound.inputs.stream_dtype, v.store, v.late_gates, v.pdl};
+  return gpu::Variant{bound.inputs.stream_dtype, v.store, v.late_gates, v.pdl,
+                      v.cluster ? gpu::Layout::cluster : gpu::Layout::cta};
 }
 
 StageValues to_stage_values(std::int64_t m, gpu_runs::KernelOutputs&& k) {

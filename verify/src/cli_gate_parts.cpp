@@ -171,7 +171,8 @@ std::vector<char> differing_rows(const st::Tensor& expected, const st::Tensor& a
 
 std::string variant_metadata(const GateVariant& v, StreamDtype stream) {
   return std::string("stream=") + dtype_word(stream) + ",store_stream=" + (v.store ? "1" : "0") +
-         ",late_gates=" + (v.late_gates ? "1" : "0") + ",pdl=" + (v.pdl ? "1" : "0") + ",gate_variant=" + v.name;
+         ",late_gates=" + (v.late_gates ? "1" : "0") + ",pdl=" + (v.pdl ? "1" : "0") + ",layout=" + (v.cluster ? "cluster" : "cta") +
+         ",gate_variant=" + v.name;
 }
 
 void Progress::add(std::int64_t rows) {

@@ -125,7 +125,7 @@ GpuRun run_on_gpu(const Constants& constants, const BoundTensors& bound, bool st
 std::string variant_metadata(const gpu::Variant& v) {
   std::ostringstream s;
   s << "stream=" << (v.stream == StreamDtype::f32 ? "f32" : "bf16") << ",store_stream=" << v.store_stream
-    << ",late_gates=" << v.late_gates << ",pdl=" << v.pdl;
+    << ",late_gates=" << v.late_gates << ",pdl=" << v.pdl << ",layout=" << gpu::layout_name(v.layout);
   return s.str();
 }
 

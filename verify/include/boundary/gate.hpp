@@ -21,7 +21,8 @@
 namespace boundary::cli {
 
 // One GPU implementation the gate runs. Names: "eager", "graph", and the fused kernel's
-// "<f32|bf16>-<store|nostore>-<early|late>-<pdl|nopdl>" (e.g. "f32-store-early-pdl").
+// "<f32|bf16>-<store|nostore>-<early|late>-<pdl|nopdl>" in its cta layout (e.g.
+// "f32-store-early-pdl") and the same with "-cluster" in its cluster layout.
 // all_reduce: the fused all-reduce boundary with the suite's branch as its one rank partial
 // (contract section 7: one rank passes P_0 unchanged, so it owes the same bits as the others).
 struct GateVariant {
@@ -32,10 +33,11 @@ struct GateVariant {
   bool store = true;
   bool late_gates = false;
   bool pdl = true;
+  bool cluster = false;  // fused: the cluster layout (gpu::Layout::cluster), else the cta layout
   bool runs_on(StreamDtype suite_stream) const { return !stream || *stream == suite_stream; }
 };
 
-// Every implementation, in report order: eager, the 16 fused variants, graph, all-reduce.
+// Every implementation, in report order: eager, the 32 fused variants (16 per layout), graph, all-reduce.
 std::vector<GateVariant> all_gate_variants();
 // "a,b,c" (or "all"); InputError naming the unknown one and listing the known.
 std::vector<GateVariant> parse_gate_variants(const std::string& list);

@@ -59,29 +59,14 @@ __device__ __forceinline__ void load_gamma(const NormArgs& n, int column, float 
 
 __device__ __forceinline__ bool has_weight(const NormArgs& n) { return n.kind != WeightKind::none; }
 
-// x' = gamma * x with an input scale.
+// Where a norm's gamma comes from: gamma(k, g) fills g with fragment k's 8 gains, either copied
+// from registers loaded earlier (gamma_in_registers) or loaded at the point of use.
 template <int kFragments>
-__device__ __forceinline__ void scale_input(const NormArgs& n, const float (&g)[kFragments][kVec],
-                                            float (&x)[kFragments][kVec]) {
-  if (!has_weight(n) || !n.input_scale) return;
+__device__ __forceinline__ auto gamma_in_registers(const float (&g)[kFragments][kVec]) {
+  return [&g](int k, float (&out)[kVec]) {
 #pragma unroll
-  for (int k = 0; k < kFragments; ++k)
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) x[k][i] = mul_rn(g[k][i], x[k][i]);
-}
-
-// y = x' * r, then * gamma when the weight is applied after the norm.
-template <int kFragments>
-__device__ __forceinline__ void normalize(const NormArgs& n, const float (&g)[kFragments][kVec], float r,
-                                          float (&x)[kFragments][kVec]) {
-  const bool after = has_weight(n) && !n.input_scale;
-#pragma unroll
-  for (int k = 0; k < kFragments; ++k)
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      x[k][i] = mul_rn(x[k][i], r);
-      if (after) x[k][i] = mul_rn(x[k][i], g[k][i]);
-    }
+    for (int i = 0; i < kVec; ++i) out[i] = g[k][i];
+  };
 }
 
 // A norm's row sum S and the factor r it applied (what a diagnostics build records).
@@ -89,23 +74,42 @@ struct RowNorm {
   float row_sum, factor;
 };
 
-// One whole norm of a thread's fragments: scale, row sum (completed by RowSum, which turns a
-// thread's partial into the row's S), normalize with adjust(r) (the identity, but in a
-// planted-bug build). Leaves y in x.
-template <int kFragments, class RowSum, class Adjust>
-__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, const float (&g)[kFragments][kVec],
-                                                  float (&x)[kFragments][kVec], RowSum row_sum, Adjust adjust) {
-  scale_input(n, g, x);
+// One whole norm of a thread's fragments: x' = gamma * x with an input scale, the row sum
+// (completed by RowSum, which turns a thread's partial into the row's S), then y = x' * r with
+// r = adjust(norm_factor(S)) (adjust: the identity, but in a planted-bug build), then * gamma
+// when the weight is applied after the norm. Leaves y in x. Each gamma is asked for once.
+template <int kFragments, class Gamma, class RowSum, class Adjust>
+__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, Gamma gamma, float (&x)[kFragments][kVec],
+                                                  RowSum row_sum, Adjust adjust) {
+  if (has_weight(n) && n.input_scale) {
+#pragma unroll
+    for (int k = 0; k < kFragments; ++k) {
+      float g[kVec];
+      gamma(k, g);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) x[k][i] = mul_rn(g[i], x[k][i]);
+    }
+  }
   const float s = row_sum(thread_sum(x, n.fma_squares));
   const float r = adjust(norm_factor(s, n.eps));
-  normalize(n, g, r, x);
+  const bool after = has_weight(n) && !n.input_scale;
+#pragma unroll
+  for (int k = 0; k < kFragments; ++k) {
+    float g[kVec];
+    if (after) gamma(k, g);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      x[k][i] = mul_rn(x[k][i], r);
+      if (after) x[k][i] = mul_rn(x[k][i], g[i]);
+    }
+  }
   return {s, r};
 }
 
-template <int kFragments, class RowSum>
-__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, const float (&g)[kFragments][kVec],
-                                                  float (&x)[kFragments][kVec], RowSum row_sum) {
-  return norm_fragments(n, g, x, row_sum, [](float r) { return r; });
+template <int kFragments, class Gamma, class RowSum>
+__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, Gamma gamma, float (&x)[kFragments][kVec],
+                                                  RowSum row_sum) {
+  return norm_fragments(n, gamma, x, row_sum, [](float r) { return r; });
 }
 
 // The connection: res = alpha * s + beta * y_b, each product rounded.

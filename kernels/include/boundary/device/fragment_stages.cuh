@@ -23,6 +23,16 @@ __device__ __forceinline__ void store_f32x8(float* p, const float (&v)[kVec]) {
   d[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
+// 16 bytes of a row (branch, stream) that this kernel reads once: not kept in L1, which the gates
+// and weights, read by every row, have to themselves.
+__device__ __forceinline__ uint4 load_row_16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // The per-column operands of a thread's kF fragments.
 template <int kF>
 struct Gates {
@@ -30,16 +40,21 @@ struct Gates {
   float post_gamma[kF][kVec], pre_gamma[kF][kVec];
 };
 
-// columns[k]: the first column of fragment k. late: loaded after the PDL wait (where the
+// The column a gate or weight load of column c reads. late: loaded after the PDL wait (where the
 // planted late-gates bug reads 8 columns off, wrapping within the row).
+__device__ __forceinline__ int gate_column(int c, bool late) {
+  if constexpr (kMutant == Mutant::late_gates_wrong_columns)
+    if (late) return (c + kVec) % kH;
+  return c;
+}
+
+// columns[k]: the first column of fragment k.
 template <int kF>
 __device__ __forceinline__ void load_gates(const float* alpha, const float* beta, const NormArgs& post,
                                            const NormArgs& pre, const int (&columns)[kF], bool late, Gates<kF>& g) {
 #pragma unroll
   for (int k = 0; k < kF; ++k) {
-    int c = columns[k];
-    if constexpr (kMutant == Mutant::late_gates_wrong_columns)
-      if (late) c = (c + kVec) % kH;
+    const int c = gate_column(columns[k], late);
     load_f32x8(alpha + c, g.alpha[k]);
     load_f32x8(beta + c, g.beta[k]);
     if (has_weight(post)) load_gamma(post, c, g.post_gamma[k]);
@@ -51,11 +66,13 @@ __device__ __forceinline__ void load_gates(const float* alpha, const float* beta
 template <bool kStreamF32>
 __device__ __forceinline__ void load_stream(const void* stream, std::size_t at, float (&s)[kVec]) {
   if constexpr (kStreamF32) {
-    const float4* q = reinterpret_cast<const float4*>(static_cast<const float*>(stream) + at);
-    const float4 a = q[0], b = q[1];
-    s[0] = a.x, s[1] = a.y, s[2] = a.z, s[3] = a.w, s[4] = b.x, s[5] = b.y, s[6] = b.z, s[7] = b.w;
+    const float* q = static_cast<const float*>(stream) + at;
+    const uint4 a = load_row_16(q), b = load_row_16(q + 4);
+    const std::uint32_t w[kVec] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) s[i] = __uint_as_float(w[i]);
   } else {
-    unpack_bf16x8(*reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(stream) + at), s);
+    unpack_bf16x8(load_row_16(static_cast<const std::uint16_t*>(stream) + at), s);
   }
 }
 
@@ -92,17 +109,34 @@ __device__ __forceinline__ float z_of(float res) {
   else return round_bf16(res);
 }
 
-// The connection on a thread's fragments: y holds y (post norm) and becomes z = bf16(res); s
-// holds the stream and becomes res, the new stream.
+// The connection on one fragment: y holds y (post norm) and becomes z = bf16(res); s holds the
+// stream and becomes res, the new stream.
+__device__ __forceinline__ void connect_fragment(const float (&alpha)[kVec], const float (&beta)[kVec], float (&y)[kVec],
+                                                 float (&s)[kVec]) {
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    s[i] = connection(alpha[i], s[i], beta[i], y_b_of(y[i]));
+    y[i] = z_of(s[i]);
+  }
+}
+
+// The same on all of a thread's fragments, the gates in registers.
 template <int kF>
 __device__ __forceinline__ void connect_fragments(const Gates<kF>& g, float (&y)[kF][kVec], float (&s)[kF][kVec]) {
 #pragma unroll
-  for (int k = 0; k < kF; ++k)
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      s[k][i] = connection(g.alpha[k][i], s[k][i], g.beta[k][i], y_b_of(y[k][i]));
-      y[k][i] = z_of(s[k][i]);
-    }
+  for (int k = 0; k < kF; ++k) connect_fragment(g.alpha[k], g.beta[k], y[k], s[k]);
 }
+
+// Brings the gates and weights of the 8 columns at c into this SM's L1 (no registers): what the
+// early-gates variant of a kernel that loads them at the point of use reads before the PDL wait.
+__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+__device__ __forceinline__ void prefetch_gates_l1(const float* alpha, const float* beta, const NormArgs& post,
+                                                  const NormArgs& pre, int c) {
+  prefetch_l1(alpha + c);
+  prefetch_l1(beta + c);
+  if (has_weight(post)) prefetch_l1(static_cast<const char*>(post.weight) + c * (post.kind == WeightKind::fp32 ? 4 : 2));
+  if (has_weight(pre)) prefetch_l1(static_cast<const char*>(pre.weight) + c * (pre.kind == WeightKind::fp32 ? 4 : 2));
+}
+
 
 }  // namespace boundary::dev

@@ -50,6 +50,16 @@ struct Outputs {
   TensorView new_stream;
 };
 
+// How the fused DraftBoundary lays rows out on the GPU; the bits never depend on it (contract
+// section 8), only the time does.
+// - cta: one CTA of 256 threads per row, four 8-column fragments a thread (the contract's
+//   reference layout), m CTAs.
+// - cluster: rows strided over a persistent grid of clusters of 8 CTAs of 128 threads, one
+//   fragment a thread (the all-reduce boundary's layout): min(m, clusters resident at once)
+//   clusters, each CTA loading its gates and weights once and its next rows while it reduces.
+enum class Layout : std::uint8_t { cta, cluster };
+const char* layout_name(Layout);
+
 // Everything that selects a compiled kernel or a launch configuration. late_gates: gates and
 // weights are loaded after the PDL wait (chosen when m exceeds the SM count).
 struct Variant {
@@ -57,6 +67,7 @@ struct Variant {
   bool store_stream = true;
   bool late_gates = false;
   bool pdl = true;
+  Layout layout = Layout::cta;
 };
 
 // Device memory owned by the caller of run(branch, stream, cuda_stream).
@@ -85,8 +96,12 @@ class BoundaryBase {
   // The same, throwing InputError that names the tensor and what was expected; outputs too.
   void check(const TensorView& branch, const TensorView& stream, const Outputs& outputs) const;
 
-  // The variant a launch of m rows uses: late gates when m exceeds the device's SM count.
+  // The variant a launch of m rows uses: late gates when m exceeds the device's SM count; the
+  // layout from layout_for(m).
   Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
+  // The faster layout for m rows on this device, as boundary_gpu_bench measured it on the H200:
+  // see the README's benchmark table.
+  Layout layout_for(std::int64_t m) const;
   int sm_count() const { return sm_count_; }
   const Constants& constants() const { return constants_; }
 

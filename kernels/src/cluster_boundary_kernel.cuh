@@ -1,0 +1,140 @@
+// The cluster layout of the fused boundary (contract sections 5 and 7): one row per cluster of 8
+// CTAs of 128 threads, one 8-column fragment per thread (CTA j, thread u: columns 1024 j + 8 u),
+// the row sums through the cluster layer. It serves the all-reduce boundary (R rank partials,
+// summed in rank order) and the DraftBoundary (R = 1: the branch is P_0, passed unchanged), where
+// spreading a row over 8 SMs cuts the latency of small batches.
+//
+// One source, several builds, like draft_boundary_kernel.cuh: production, debug (Intermediates)
+// and the planted-bug builds. Everything here has internal linkage.
+#pragma once
+
+#include "all_reduce_launch.hpp"
+
+#include <boundary/device/cluster_row_sum.cuh>
+#include <boundary/device/fragment_stages.cuh>
+#include <boundary/device/pdl_launch.cuh>
+#include <boundary/gpu/diagnostics.hpp>
+
+#include <type_traits>
+
+namespace boundary::gpu::detail {
+
+namespace {
+
+using namespace boundary::dev;
+
+// What the production build writes besides out and new_stream: nothing.
+struct NoIntermediates {};
+
+// Rank r's 8 values at element offset `at` for r < ranks (1 with kOneRank: the kernel is built for
+// R = 1, the DraftBoundary, which needs far fewer registers). Unrolled: a run-time index into the
+// parameter array would copy it to local memory.
+template <bool kOneRank>
+__device__ __forceinline__ void load_branch_fragment(const AllReduceParams& a, std::size_t at, float (&x)[kVec]) {
+  if constexpr (kOneRank) {
+    unpack_bf16x8(load_row_16(a.partials[0] + at), x);  // one rank: P_0 unchanged
+  } else {
+    uint4 raw[kMaxRanks];
+#pragma unroll
+    for (int r = 0; r < kMaxRanks; ++r)
+      if (r < a.ranks) raw[r] = load_row_16(a.partials[r] + at);
+    all_reduce_fragment(raw, a.ranks, x);
+  }
+}
+
+__device__ __forceinline__ void store_cluster_row_value(float* p, std::int64_t row, float v) {
+  if (p && blockIdx.x % kClusterCtas == 0 && threadIdx.x == 0) p[row] = v;
+}
+
+// Registers capped for 8 resident CTAs per SM with one rank (64 a thread) and 4 with R (the
+// partials' registers); ptxas spills nothing.
+template <bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
+__global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterThreads, kOneRank ? 8 : 4)
+    cluster_boundary_kernel(const AllReduceParams a, const Intermediates d) {
+  constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
+  __shared__ ClusterSumScratch post_sum, pre_sum;
+  cluster_arrive_started();
+  const BoundaryParams& p = a.boundary;
+  const std::int64_t row = blockIdx.x / kClusterCtas;
+  const int column[1] = {1024 * static_cast<int>(blockIdx.x % kClusterCtas) + kVec * static_cast<int>(threadIdx.x)};
+  const std::size_t at = static_cast<std::size_t>(row) * kH + column[0];
+  Gates<1> g;
+  if (!p.late_gates) load_gates(p.alpha, p.beta, p.post, p.pre, column, false, g);  // overlaps the previous grid's tail
+  pdl_wait();
+  pdl_launch_dependents();
+  if (p.late_gates) load_gates(p.alpha, p.beta, p.post, p.pre, column, true, g);
+  float x[1][kVec], s[1][kVec];
+  load_branch_fragment<kOneRank>(a, at, x[0]);
+  load_stream<kStreamF32>(p.stream, at, s[0]);
+  cluster_wait();  // every CTA of the cluster has started: its shared memory may be stored into
+
+  const RowNorm post = norm_fragments(p.post, gamma_in_registers(g.post_gamma), x,
+                                      [&](float t) { return cluster_row_sum(t, post_sum); }, post_factor);
+  if constexpr (kDebug) {
+    store_cluster_row_value(d.post_row_sum, row, post.row_sum);
+    store_cluster_row_value(d.r1, row, post.factor);
+    if (d.y_b) *reinterpret_cast<uint4*>(d.y_b + at) = pack_bf16x8(x[0]);
+  }
+  connect_fragments(g, x, s);
+  if constexpr (kStore) store_f32x8(p.new_stream + at, s[0]);
+  if constexpr (kDebug) {
+    if (d.res) store_f32x8(d.res + at, s[0]);
+    if (d.z) *reinterpret_cast<uint4*>(d.z + at) = pack_bf16x8(x[0]);
+  }
+  const RowNorm pre = norm_fragments(p.pre, gamma_in_registers(g.pre_gamma), x,
+                                     [&](float t) { return cluster_row_sum(t, pre_sum); });
+  if constexpr (kDebug) {
+    store_cluster_row_value(d.pre_row_sum, row, pre.row_sum);
+    store_cluster_row_value(d.r2, row, pre.factor);
+  }
+  *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
+}
+
+template <bool kOneRank, class Intermediates>
+auto cluster_kernel_for(const Variant& v) {
+  using T = std::true_type;
+  using F = std::false_type;
+  const auto pick = [](auto f32, auto store) {
+    return cluster_boundary_kernel<decltype(f32)::value, decltype(store)::value, kOneRank, Intermediates>;
+  };
+  if (v.stream == StreamDtype::f32) return v.store_stream ? pick(T{}, T{}) : pick(T{}, F{});
+  return v.store_stream ? pick(F{}, T{}) : pick(F{}, F{});
+}
+
+// m rows of a (R = a.ranks partials; 1 with kOneRank), one cluster each, with v's gates and PDL.
+template <bool kOneRank, class Intermediates>
+cudaError_t launch_cluster_rows(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
+                                const Intermediates& d) {
+  AllReduceParams q = a;
+  q.boundary.late_gates = v.late_gates;
+  return launch_pdl(cluster_kernel_for<kOneRank, Intermediates>(v), dim3(static_cast<unsigned>(m * kClusterCtas)),
+                    dim3(kClusterThreads), v.pdl, s, q, d);
+}
+
+// Loads a variant's kernel now, not lazily at its first launch (which may be inside a capture).
+template <bool kOneRank, class Intermediates>
+cudaError_t prepare_cluster_rows(const Variant& v) {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, cluster_kernel_for<kOneRank, Intermediates>(v));
+}
+
+// Clusters resident at once (the width of one wave), one rank, F32 stream stored.
+inline cudaError_t resident_clusters(int* clusters) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kClusterCtas);
+  config.blockDim = dim3(kClusterThreads);
+  return cudaOccupancyMaxActiveClusters(clusters, cluster_kernel_for<true, NoIntermediates>(Variant{}), &config);
+}
+
+// The DraftBoundary's branch as the one rank partial of the cluster kernel.
+inline AllReduceParams single_rank(const BoundaryParams& p) {
+  AllReduceParams a{};
+  a.boundary = p;
+  a.partials[0] = p.branch;
+  a.ranks = 1;
+  return a;
+}
+
+}  // namespace
+
+}  // namespace boundary::gpu::detail
