@@ -75,7 +75,8 @@ DiagnosticBoundary::Launch DiagnosticBoundary::unchecked(const TensorView& branc
   const std::int64_t m = branch.shape[0];
   Launch l{params(constants_, operands_, branch, stream, outputs),
            variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr), m};
-  l.params.prefetch_distance = sm_count_;
+  cuda_check(detail::cta_rows_resident(l.variant, sm_count_, &l.params.prefetch_distance),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   return l;
 }
 
