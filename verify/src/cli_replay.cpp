@@ -1,6 +1,7 @@
 // boundary-verify replay: each fixture's inputs through the emulator (and, with --gpu, the GPU
 // hook's kernels), every output element compared bit for bit with the recorded one.
 #include <boundary/constants_json.hpp>
+#include <boundary/input_limits.hpp>
 #include <boundary/replay.hpp>
 
 #include <algorithm>
@@ -16,8 +17,9 @@ CLI::App* setup_replay(CLI::App& app, ReplayOptions& o) {
       ->required();
   sub->add_flag("--gpu", o.gpu, "Also replay on the GPU (fused kernel, eager chain); exit 77 without a device");
   sub->add_option("--report", o.report, "Write the JSON report (verify/report-schema.json) to this file");
-  sub->add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)");
-  sub->add_option("--threads", o.threads, "Host threads (0: every core)");
+  sub->add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)")
+      ->check(io::unsigned_decimal());
+  sub->add_option("--threads", o.threads, "Host threads (0: every core)")->check(io::unsigned_decimal());
   return sub;
 }
 
@@ -34,6 +36,25 @@ Constants fixture_constants(const st::File& file, const std::string& name) {
   return parse_constants(it->second, name + " (__metadata__ 'constants')");
 }
 
+// The recorded new_stream, or null when the kernel did not store it. The fixture's variant (as
+// capture and the gate's shrink write it: "stream=f32,store_stream=1,...") says which: a fixture
+// whose variant stored the stream but lacks new_stream would replay with half its check missing.
+const st::Tensor* recorded_new_stream(const st::File& file, const std::string& name, std::int64_t m) {
+  const bool present = file.tensors.count("new_stream") > 0;
+  if (const auto v = file.metadata.find("variant"); v != file.metadata.end()) {
+    std::stringstream items(v->second);
+    for (std::string item; std::getline(items, item, ',');) {
+      if (item == "store_stream=1" && !present)
+        throw InputError(name + ": no tensor 'new_stream', although __metadata__ 'variant' says store_stream=1 "
+                                "(the kernel stored it): expected it recorded");
+      if (item == "store_stream=0" && present)
+        throw InputError(name + ": tensor 'new_stream' recorded, although __metadata__ 'variant' says "
+                                "store_stream=0 (the kernel did not store it)");
+    }
+  }
+  return present ? &st::require(file, name, "new_stream", {st::Dtype::F32}, {m, kH}) : nullptr;
+}
+
 // A fixture read and checked: its constants, bound inputs and recorded outputs. Not movable in
 // effect: bound and the output pointers point into file.
 struct Fixture {
@@ -43,9 +64,7 @@ struct Fixture {
         constants(fixture_constants(file, name)),
         bound(bind_inputs(file, constants, name)),
         out(&st::require(file, name, "out", {st::Dtype::BF16}, {bound.m, kH})),
-        new_stream(file.tensors.count("new_stream")
-                       ? &st::require(file, name, "new_stream", {st::Dtype::F32}, {bound.m, kH})
-                       : nullptr) {}
+        new_stream(recorded_new_stream(file, name, bound.m)) {}
   Fixture(const Fixture&) = delete;
   Fixture& operator=(const Fixture&) = delete;
 
@@ -122,6 +141,7 @@ int exit_code_of(const report::Report& r) {
 
 ReplayResult replay(const ReplayOptions& o) {
   if (o.files.empty()) throw InputError("replay: give at least one fixture file");
+  if (o.report) io::check_outputs({{"--report", *o.report}}, o.files);
   ReplayResult result{report::start_report("replay", o.max_mismatches)};
   report::Report& rep = result.report;
   rep.gpu = gpu_status(o, rep.environment);
