@@ -4,6 +4,7 @@
 #include "cli_gate_parts.hpp"
 
 #include <boundary/constants_json.hpp>
+#include <boundary/fixture_metadata.hpp>
 #include <boundary/input_limits.hpp>
 #include <boundary/mutant_emulators.hpp>
 
@@ -58,14 +59,11 @@ Caught twins_on_fixtures(const std::filesystem::path& dir, unsigned threads, int
     ++*files;
     const std::string name = path.string();
     const st::File f = st::read_file(path);
-    const auto c = f.metadata.find("constants");
-    if (c == f.metadata.end()) throw InputError(name + ": __metadata__ has no 'constants' entry");
-    const Constants constants = parse_constants(c->second, name + " (__metadata__ 'constants')");
+    const Constants constants = fixture_constants(f, name);
     const BoundTensors bound = bind_inputs(f, constants, name);
     StageValues recorded;
     recorded["out"] = st::require(f, name, "out", {st::Dtype::BF16}, {bound.m, kH});
-    if (f.tensors.count("new_stream"))
-      recorded["new_stream"] = st::require(f, name, "new_stream", {st::Dtype::F32}, {bound.m, kH});
+    if (const st::Tensor* new_stream = recorded_new_stream(f, name, bound.m)) recorded["new_stream"] = *new_stream;
     for (const Mutant m : mutants::kEmulatorTwins)
       caught.add(m, constants, rows_caught(recorded, emulate(constants, bound, threads, false, m)));
   }

@@ -1,6 +1,6 @@
 // boundary-verify replay: each fixture's inputs through the emulator (and, with --gpu, the GPU
 // hook's kernels), every output element compared bit for bit with the recorded one.
-#include <boundary/constants_json.hpp>
+#include <boundary/fixture_metadata.hpp>
 #include <boundary/input_limits.hpp>
 #include <boundary/replay.hpp>
 
@@ -28,32 +28,6 @@ namespace {
 // Metadata keys copied into the report as the fixture's provenance (none is required).
 const std::vector<std::string> kProvenanceKeys = {"gpu",  "compute_capability", "driver", "cuda",
                                                   "project_version", "seed", "date", "producer"};
-
-Constants fixture_constants(const st::File& file, const std::string& name) {
-  const auto it = file.metadata.find("constants");
-  if (it == file.metadata.end())
-    throw InputError(name + ": __metadata__ has no 'constants' entry (the constants JSON, as emulate writes it)");
-  return parse_constants(it->second, name + " (__metadata__ 'constants')");
-}
-
-// The recorded new_stream, or null when the kernel did not store it. The fixture's variant (as
-// capture and the gate's shrink write it: "stream=f32,store_stream=1,...") says which: a fixture
-// whose variant stored the stream but lacks new_stream would replay with half its check missing.
-const st::Tensor* recorded_new_stream(const st::File& file, const std::string& name, std::int64_t m) {
-  const bool present = file.tensors.count("new_stream") > 0;
-  if (const auto v = file.metadata.find("variant"); v != file.metadata.end()) {
-    std::stringstream items(v->second);
-    for (std::string item; std::getline(items, item, ',');) {
-      if (item == "store_stream=1" && !present)
-        throw InputError(name + ": no tensor 'new_stream', although __metadata__ 'variant' says store_stream=1 "
-                                "(the kernel stored it): expected it recorded");
-      if (item == "store_stream=0" && present)
-        throw InputError(name + ": tensor 'new_stream' recorded, although __metadata__ 'variant' says "
-                                "store_stream=0 (the kernel did not store it)");
-    }
-  }
-  return present ? &st::require(file, name, "new_stream", {st::Dtype::F32}, {m, kH}) : nullptr;
-}
 
 // A fixture read and checked: its constants, bound inputs and recorded outputs. Not movable in
 // effect: bound and the output pointers point into file.

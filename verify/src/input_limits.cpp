@@ -84,7 +84,8 @@ std::string brief(const nlohmann::json& value) {
 void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<fs::path>& inputs) {
   std::error_code ec;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const auto& [option, path] = outputs[i];
+    const std::string& option = outputs[i].option;  // not a structured binding: lambdas capture it
+    const fs::path& path = outputs[i].path;
     const auto fail = [&](const std::string& why) { throw InputError(option + " '" + path.string() + "': " + why); };
     if (path.empty()) throw InputError(option + ": an empty path, expected a file path");
     if (!path.has_filename() || fs::is_directory(path, ec)) fail("names a directory, expected a file path");
