@@ -154,7 +154,7 @@ std::string format_self_test(const nlohmann::json& r) {
   const int rc = r["exit_code"].get<int>();
   o << "  result: "
     << (rc == 1    ? "FAIL: " + r["survivors"].dump() + " survive (a defect of the suites)"
-        : rc == 77 ? std::string("every emulator twin caught; the GPU half DID NOT RUN (") + r["gpu"].get<std::string>() + ")"
+        : rc == 77 ? std::string("every applicable emulator twin caught; the GPU half DID NOT RUN (") + r["gpu"].get<std::string>() + ")"
                    : std::string("every mutant caught"))
     << " (exit " << rc << ")\n";
   return o.str();
