@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs every test twice:
 # a Release build (CUDA programs included; GPU tests report skipped without a device) and a
-# build of the host code under AddressSanitizer and UndefinedBehaviorSanitizer.
+# build of the host code under AddressSanitizer and UndefinedBehaviorSanitizer; then fuzzes each
+# parser for 30 s (verify/fuzz/fuzz.sh, clang) after replaying its regression corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source cmake/install-deps.sh
@@ -15,3 +16,5 @@ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBOUNDA
 cmake --build build-sanitize -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -E install_find_package
+
+bash verify/fuzz/fuzz.sh 30

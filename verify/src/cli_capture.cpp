@@ -6,6 +6,7 @@
 #include <boundary/edge_suite.hpp>
 #include <boundary/generate.hpp>
 #include <boundary/gpu_runs.hpp>
+#include <boundary/input_limits.hpp>
 #include <boundary/reference.hpp>
 #include <boundary/replay.hpp>
 #include <boundary/version.hpp>
@@ -36,14 +37,14 @@ CLI::App* setup_capture(CLI::App& app, CaptureOptions& o) {
   generate->excludes(inputs);
   edge->excludes(inputs)->excludes(generate);
   suite->excludes(inputs)->excludes(generate)->excludes(edge);
-  sub->add_option("--seed", o.seed, "Seed for --generate and --edge-rows");
+  sub->add_option("--seed", o.seed, "Seed for --generate and --edge-rows")->check(io::unsigned_decimal());
   sub->add_option("--stream-dtype", o.stream_dtype, "Stream dtype for --generate")->check(CLI::IsMember({"f32", "bf16"}));
   sub->add_option("--output", o.output, "The fixture to write")->required();
   sub->add_flag("--no-store-stream", o.no_store_stream, "The variant that does not store new_stream");
   sub->add_option("--gates", o.gates, "When gates load: auto (after the PDL wait above the SM count), early, late")
       ->check(CLI::IsMember({"auto", "early", "late"}));
   sub->add_flag("--no-pdl", o.no_pdl, "Launch without programmatic dependent launch");
-  sub->add_option("--threads", o.threads, "Host threads for the emulator (0: every core)");
+  sub->add_option("--threads", o.threads, "Host threads for the emulator (0: every core)")->check(io::unsigned_decimal());
   return sub;
 }
 
@@ -77,6 +78,10 @@ std::int64_t compare(const std::string& pair, const std::string& tensor, const T
 }  // namespace
 
 nlohmann::json run_capture(const CaptureOptions& o, int* exit_code) {
+  std::vector<std::filesystem::path> inputs{o.constants};
+  for (const auto& given : {o.operands, o.inputs})
+    if (given) inputs.push_back(*given);
+  io::check_outputs({{"--output", o.output}}, inputs);
   const Constants constants = read_constants(o.constants);
   const unsigned threads = host_threads(o.threads);
   st::File file;

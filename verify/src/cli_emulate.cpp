@@ -4,6 +4,7 @@
 #include <boundary/cli.hpp>
 #include <boundary/constants_json.hpp>
 #include <boundary/generate.hpp>
+#include <boundary/input_limits.hpp>
 #include <boundary/reference.hpp>
 #include <boundary/version.hpp>
 
@@ -29,14 +30,16 @@ CLI::App* setup_emulate(CLI::App& app, EmulateOptions& o) {
                        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   inputs->excludes(generate);
   generate->excludes(inputs);
-  sub->add_option("--seed", o.seed, "Seed for --generate");
+  // Both shape generated rows only: with --inputs they would be ignored silently.
+  sub->add_option("--seed", o.seed, "Seed for --generate")->check(io::unsigned_decimal())->excludes(inputs);
   sub->add_option("--stream-dtype", o.stream_dtype, "Stream dtype for --generate")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->excludes(inputs);
   sub->add_option("--output", o.output, "Output safetensors (inputs with --generate, outputs)")->required();
   sub->add_flag("--no-store-stream", o.no_store_stream, "Do not write new_stream");
   sub->add_flag("--intermediates", o.intermediates,
                 "Also write the contract's intermediates (post_row_sum r1 y_b z pre_row_sum r2, branch, res)");
-  sub->add_option("--threads", o.threads, "Host threads (0: every core)");
+  sub->add_option("--threads", o.threads, "Host threads (0: every core)")->check(io::unsigned_decimal());
   return sub;
 }
 
@@ -62,13 +65,27 @@ std::pair<float, float> finite_range(const std::vector<float>& v) {
   return {lo, hi};
 }
 
+// Bytes one generated row needs at once: its inputs and outputs (12 bytes a column; the
+// intermediates 8 more), twice over, as the file is serialized from them before it is written.
+std::uint64_t generated_row_bytes(bool intermediates) { return 2ull * kH * (12 + (intermediates ? 8 : 0)); }
+
 }  // namespace
 
 nlohmann::json run_emulate(const EmulateOptions& o) {
+  std::vector<std::filesystem::path> inputs{o.constants};
+  if (o.inputs) inputs.push_back(*o.inputs);
+  io::check_outputs({{"--output", o.output}}, inputs);
   const Constants constants = read_constants(o.constants);
   st::File file;
   std::string source;
   if (o.generate_rows) {
+    const std::uint64_t need = static_cast<std::uint64_t>(*o.generate_rows) * generated_row_bytes(o.intermediates);
+    const std::uint64_t memory = io::physical_memory_bytes();
+    if (need > memory)
+      throw InputError("--generate " + std::to_string(*o.generate_rows) + ": needs about " +
+                       std::to_string(need >> 20) + " MiB, more than this machine's " + std::to_string(memory >> 20) +
+                       " MiB of memory (at most " + std::to_string(memory / generated_row_bytes(o.intermediates)) +
+                       " rows here)");
     file = generate_inputs(constants, *o.generate_rows, o.seed,
                            o.stream_dtype == "bf16" ? StreamDtype::bf16 : StreamDtype::f32);
     source = "generated";

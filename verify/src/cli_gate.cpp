@@ -4,6 +4,7 @@
 #include "cli_gate_parts.hpp"
 
 #include <boundary/constants_json.hpp>
+#include <boundary/input_limits.hpp>
 #include <boundary/junit.hpp>
 #include <boundary/replay.hpp>
 
@@ -61,7 +62,7 @@ std::vector<GateVariant> parse_gate_variants(const std::string& list) {
 
 void setup_gate(CLI::App& app, GateOptions& o) {
   app.add_option("--constants", o.constants, "The gate: constants JSON of the boundary to check");
-  app.add_option("--seed", o.seed, "Seed of the generated suites");
+  app.add_option("--seed", o.seed, "Seed of the generated suites")->check(io::unsigned_decimal());
   app.add_option("--level", o.level, "Edge suite size: 1 (default) or 2 (larger sweeps)")->check(CLI::IsMember({1, 2}));
   app.add_option("--rows", o.rows, "Fuzzed rows per stream dtype (each variant of that dtype runs them)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
@@ -71,10 +72,11 @@ void setup_gate(CLI::App& app, GateOptions& o) {
   app.add_option("--junit", o.junit, "Write JUnit XML");
   app.add_option("--shrink-output", o.shrink_output, "Where the shrunk first mismatch goes (default: next to the report)");
   app.add_option("--fixtures", o.fixtures, "Committed fixtures replayed by the gate")->capture_default_str();
-  app.add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)");
+  app.add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)")
+      ->check(io::unsigned_decimal());
   app.add_flag("--quiet", o.quiet, "No summary on stdout, no progress");
   app.add_flag("--progress", o.progress, "Progress on stderr even when it is not a terminal");
-  app.add_option("--threads", o.threads, "Host threads for the emulator (0: every core)");
+  app.add_option("--threads", o.threads, "Host threads for the emulator (0: every core)")->check(io::unsigned_decimal());
 }
 
 namespace {
@@ -112,6 +114,7 @@ std::size_t compare_run(const BoundSuite& s, const std::string& variant, const s
 
 void merge_vacuity(report::VacuityReport& into, const suite::Vacuity& v, bool first) {
   for (const auto& [mutant, rows] : v.rows_caught) into.rows_caught[mutant] += rows;
+  into.not_applicable.insert(v.not_applicable.begin(), v.not_applicable.end());  // the same constants
   if (first) {
     into.uncaught = v.uncaught;
     return;
@@ -120,16 +123,13 @@ void merge_vacuity(report::VacuityReport& into, const suite::Vacuity& v, bool fi
 }
 
 // The committed fixtures through the emulator (replay), folded into the gate's report.
-void replay_fixtures(const GateOptions& o, unsigned threads, report::Report& rep, std::vector<std::string>& notes) {
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(o.fixtures, ec))
-    if (entry.path().extension() == ".safetensors") files.push_back(entry.path());
+void replay_fixtures(const GateOptions& o, const std::vector<std::filesystem::path>& files, unsigned threads,
+                     report::Report& rep, std::vector<std::string>& notes) {
   if (files.empty()) {
-    notes.push_back("no committed fixtures found in " + o.fixtures.string() + ": none replayed");
+    notes.push_back(o.fixtures.empty() ? "no fixture directory: none replayed"
+                                       : "no committed fixtures found in " + o.fixtures.string() + ": none replayed");
     return;
   }
-  std::sort(files.begin(), files.end());
   ReplayOptions r;
   r.files = files;
   r.threads = threads;
@@ -159,9 +159,14 @@ GateResult gate(const GateOptions& o) {
   if (o.constants.empty()) throw InputError("give --constants cfg.json (the gate) or a subcommand");
   if (o.level != 1 && o.level != 2) throw InputError("--level: 1 or 2, not " + std::to_string(o.level));
   if (o.rows < 0) throw InputError("--rows: a count >= 0");
-  for (const auto& out : {o.report, o.junit, o.shrink_output})
-    if (out && !out->parent_path().empty() && !std::filesystem::is_directory(out->parent_path()))
-      throw InputError(out->string() + ": its directory does not exist");
+  const std::vector<std::filesystem::path> fixtures = fixture_files(o.fixtures, "--fixtures");
+  std::vector<std::filesystem::path> inputs = fixtures;
+  inputs.push_back(o.constants);
+  if (o.operands) inputs.push_back(*o.operands);
+  std::vector<io::OutputPath> outputs{{"--shrink-output", shrink_path(o)}};
+  if (o.report) outputs.push_back({"--report", *o.report});
+  if (o.junit) outputs.push_back({"--junit", *o.junit});
+  io::check_outputs(outputs, inputs);
   const Constants base = read_constants(o.constants);
   const std::vector<GateVariant> variants = parse_gate_variants(o.variants);
   const std::optional<st::File> operands = o.operands ? std::optional(read_operands(*o.operands)) : std::nullopt;
@@ -245,7 +250,7 @@ GateResult gate(const GateOptions& o) {
     for (const std::string& n : vacuity.uncaught) names += (names.empty() ? "" : ", ") + n;
     result.notes.push_back("VACUOUS: no edge row catches " + names);
   }
-  replay_fixtures(o, threads, rep, result.notes);
+  replay_fixtures(o, fixtures, threads, rep, result.notes);
   if (!gpu)
     result.notes.push_back("the GPU checks did not run (" + rep.gpu.substr(std::string("not run: ").size()) +
                            "): only the CPU parts were checked");

@@ -21,6 +21,19 @@ constexpr std::int64_t kSpecialRowsEstimate = 64;
 
 }  // namespace
 
+std::vector<std::filesystem::path> fixture_files(const std::filesystem::path& dir, const std::string& option) {
+  if (dir.empty()) return {};
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw InputError(option + " '" + dir.string() + "': not a directory, expected one of fixtures");
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".safetensors") files.push_back(entry.path());
+  if (ec) throw InputError(option + " '" + dir.string() + "': cannot list: " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 std::vector<SuiteSpec> gate_suites(const Constants& base, int level, std::int64_t fuzz_rows, std::uint64_t seed) {
   std::vector<SuiteSpec> specs;
   for (const StreamDtype d : {StreamDtype::f32, StreamDtype::bf16}) {

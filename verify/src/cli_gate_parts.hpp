@@ -38,6 +38,10 @@ struct BoundSuite {
 // Binds a made suite; `operands` (alpha, beta, weights of --operands) replace its own where given.
 std::unique_ptr<BoundSuite> bind_suite(const SuiteSpec& spec, suite::Suite made, const st::File* operands,
                                        const std::string& operands_name);
+// The .safetensors files of a fixture directory, sorted; none for an empty path (no directory
+// given, none found); an InputError naming `option` when the path is not a directory.
+std::vector<std::filesystem::path> fixture_files(const std::filesystem::path& dir, const std::string& option);
+
 // Reads --operands: only alpha, beta, post_weight, pre_weight (checked when bound).
 st::File read_operands(const std::filesystem::path& path);
 

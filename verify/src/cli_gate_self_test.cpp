@@ -4,9 +4,12 @@
 #include "cli_gate_parts.hpp"
 
 #include <boundary/constants_json.hpp>
+#include <boundary/fixture_metadata.hpp>
+#include <boundary/input_limits.hpp>
 #include <boundary/mutant_emulators.hpp>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 namespace boundary::cli {
@@ -16,11 +19,11 @@ using namespace gate_parts;
 CLI::App* setup_self_test(CLI::App& app, SelfTestOptions& o) {
   CLI::App* sub = app.add_subcommand("self-test", "Run the gate's suites against every planted bug; each must be caught");
   sub->add_option("--constants", o.constants, "Constants JSON")->required();
-  sub->add_option("--seed", o.seed, "Seed of the generated suites");
+  sub->add_option("--seed", o.seed, "Seed of the generated suites")->check(io::unsigned_decimal());
   sub->add_option("--level", o.level, "Edge suite size: 1 or 2")->check(CLI::IsMember({1, 2}));
   sub->add_option("--rows", o.rows, "Fuzzed rows per stream dtype")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   sub->add_option("--fixtures", o.fixtures, "Committed fixtures the emulator twins must fail")->capture_default_str();
-  sub->add_option("--threads", o.threads, "Host threads (0: every core)");
+  sub->add_option("--threads", o.threads, "Host threads (0: every core)")->check(io::unsigned_decimal());
   return sub;
 }
 
@@ -36,32 +39,39 @@ std::int64_t rows_caught(const StageValues& expected, const StageValues& actual)
   return std::count(caught.begin(), caught.end(), 1);
 }
 
+// Rows caught per mutant, and the mutants that can change an output under the constants of at
+// least one fixture or suite run (suite::not_applicable): only those can survive.
+struct Caught {
+  std::map<Mutant, std::int64_t> rows;
+  std::set<Mutant> applicable;
+
+  void add(Mutant m, const Constants& constants, std::int64_t caught_rows) {
+    rows[m] += caught_rows;
+    if (!suite::not_applicable(m, constants)) applicable.insert(m);
+  }
+  bool survives(Mutant m) const { return applicable.count(m) && rows.at(m) == 0; }
+};
+
 // The emulator twins against the committed fixtures' recorded (hardware) outputs.
-std::map<Mutant, std::int64_t> twins_on_fixtures(const std::filesystem::path& dir, unsigned threads, int* files) {
-  std::map<Mutant, std::int64_t> caught;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().extension() != ".safetensors") continue;
+Caught twins_on_fixtures(const std::filesystem::path& dir, unsigned threads, int* files) {
+  Caught caught;
+  for (const std::filesystem::path& path : fixture_files(dir, "--fixtures")) {
     ++*files;
-    const std::string name = entry.path().string();
-    const st::File f = st::read_file(entry.path());
-    const auto c = f.metadata.find("constants");
-    if (c == f.metadata.end()) throw InputError(name + ": __metadata__ has no 'constants' entry");
-    const Constants constants = parse_constants(c->second, name + " (__metadata__ 'constants')");
+    const std::string name = path.string();
+    const st::File f = st::read_file(path);
+    const Constants constants = fixture_constants(f, name);
     const BoundTensors bound = bind_inputs(f, constants, name);
     StageValues recorded;
     recorded["out"] = st::require(f, name, "out", {st::Dtype::BF16}, {bound.m, kH});
-    if (f.tensors.count("new_stream"))
-      recorded["new_stream"] = st::require(f, name, "new_stream", {st::Dtype::F32}, {bound.m, kH});
+    if (const st::Tensor* new_stream = recorded_new_stream(f, name, bound.m)) recorded["new_stream"] = *new_stream;
     for (const Mutant m : mutants::kEmulatorTwins)
-      caught[m] += rows_caught(recorded, emulate(constants, bound, threads, false, m));
+      caught.add(m, constants, rows_caught(recorded, emulate(constants, bound, threads, false, m)));
   }
   return caught;
 }
 
-std::map<Mutant, std::int64_t> kernel_mutants_on_suites(const SelfTestOptions& o, const Constants& base,
-                                                        unsigned threads) {
-  std::map<Mutant, std::int64_t> caught;
+Caught kernel_mutants_on_suites(const SelfTestOptions& o, const Constants& base, unsigned threads) {
+  Caught caught;
   for (const SuiteSpec& spec : gate_suites(base, o.level, o.rows, o.seed)) {
     for (suite::Suite& made : spec.make()) {
       const auto s = bind_suite(spec, std::move(made), nullptr, "");
@@ -76,16 +86,16 @@ std::map<Mutant, std::int64_t> kernel_mutants_on_suites(const SelfTestOptions& o
           const std::int64_t n = rows_caught(expected, o.gpu_hook.run_mutant(m, s->constants, s->bound, v));
           fewest = fewest < 0 ? n : std::min(fewest, n);
         }
-        caught[m] += fewest;
+        caught.add(m, s->constants, fewest);
       }
     }
   }
   return caught;
 }
 
-nlohmann::json count_or_null(const std::map<Mutant, std::int64_t>& counts, Mutant m) {
-  const auto it = counts.find(m);
-  return it == counts.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second);
+nlohmann::json count_or_null(const Caught& caught, Mutant m) {
+  const auto it = caught.rows.find(m);
+  return it == caught.rows.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second);
 }
 
 }  // namespace
@@ -96,16 +106,15 @@ nlohmann::json run_self_test(const SelfTestOptions& o, int* exit_code) {
   const unsigned threads = host_threads(o.threads);
 
   int fixture_files = 0;
-  const std::map<Mutant, std::int64_t> on_fixtures = twins_on_fixtures(o.fixtures, threads, &fixture_files);
-  std::map<Mutant, std::int64_t> on_edge;
+  const Caught on_fixtures = twins_on_fixtures(o.fixtures, threads, &fixture_files);
+  Caught on_edge;
   for (const StreamDtype d : {StreamDtype::f32, StreamDtype::bf16}) {
     const suite::Vacuity v = suite::check_vacuity(base, suite::make_edge_suite(base, o.level, o.seed, d).inputs, threads);
     for (const Mutant m : mutants::kEmulatorTwins)
-      if (const auto it = v.rows_caught.find(std::string(mutant_name(m))); it != v.rows_caught.end())
-        on_edge[m] += it->second;
+      on_edge.add(m, base, v.rows_caught.at(std::string(mutant_name(m))));
   }
   std::string gpu = "not run: this build has no GPU support";
-  std::map<Mutant, std::int64_t> on_gpu;
+  Caught on_gpu;
   if (o.gpu_hook.available()) {
     gpu = o.gpu_hook.probe() ? "run" : "not run: no CUDA device";
     if (gpu == "run") on_gpu = kernel_mutants_on_suites(o, base, threads);
@@ -114,11 +123,14 @@ nlohmann::json run_self_test(const SelfTestOptions& o, int* exit_code) {
   nlohmann::json rows = nlohmann::json::array(), survivors = nlohmann::json::array();
   for (const Mutant m : kAllMutants) {
     const bool twin = has_emulator_twin(m);
-    // Survives: a half that ran caught it in no row (fixtures: none recorded means no claim).
-    const bool survives = (gpu == "run" && on_gpu.at(m) == 0) ||
-                          (twin && ((fixture_files > 0 && on_fixtures.at(m) == 0) || on_edge[m] == 0));
+    // Survives: a half that ran caught it in no row although it applies to that half's constants
+    // (fixtures: none recorded means no claim).
+    const bool survives = (gpu == "run" && on_gpu.survives(m)) ||
+                          (twin && (on_fixtures.survives(m) || on_edge.survives(m)));
     if (survives) survivors.push_back(std::string(mutant_name(m)));
+    const std::optional<std::string> why = suite::not_applicable(m, base);
     rows.push_back({{"mutant", mutant_name(m)},
+                    {"not_applicable", why ? nlohmann::json(*why) : nlohmann::json(nullptr)},
                     {"gpu_rows_caught", count_or_null(on_gpu, m)},
                     {"emulator_twin", twin},
                     {"fixture_rows_caught", twin ? count_or_null(on_fixtures, m) : nlohmann::json(nullptr)},
@@ -142,12 +154,14 @@ std::string format_self_test(const nlohmann::json& r) {
     const std::string name = m["mutant"].get<std::string>();
     o << "  " << name << std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') << cell(m["gpu_rows_caught"])
       << std::string(11, ' ') << cell(m["fixture_rows_caught"]) << std::string(29, ' ')
-      << cell(m["edge_rows_caught"]) << (m["caught"].get<bool>() ? "" : "   SURVIVES") << "\n";
+      << cell(m["edge_rows_caught"]) << (m["caught"].get<bool>() ? "" : "   SURVIVES");
+    if (m["not_applicable"].is_string()) o << "   not applicable: " << m["not_applicable"].get<std::string>();
+    o << "\n";
   }
   const int rc = r["exit_code"].get<int>();
   o << "  result: "
     << (rc == 1    ? "FAIL: " + r["survivors"].dump() + " survive (a defect of the suites)"
-        : rc == 77 ? std::string("every emulator twin caught; the GPU half DID NOT RUN (") + r["gpu"].get<std::string>() + ")"
+        : rc == 77 ? std::string("every applicable emulator twin caught; the GPU half DID NOT RUN (") + r["gpu"].get<std::string>() + ")"
                    : std::string("every mutant caught"))
     << " (exit " << rc << ")\n";
   return o.str();

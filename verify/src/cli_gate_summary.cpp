@@ -57,12 +57,16 @@ std::string format_gate(const nlohmann::json& r) {
     const auto& v = g["vacuity"];
     std::int64_t fewest = -1;
     for (const auto& [name, n] : v["rows_caught"].items())
-      if (fewest < 0 || n.get<std::int64_t>() < fewest) fewest = n.get<std::int64_t>();
+      if (!v["not_applicable"].contains(name) && (fewest < 0 || n.get<std::int64_t>() < fewest))
+        fewest = n.get<std::int64_t>();
+    const std::size_t applicable = v["rows_caught"].size() - v["not_applicable"].size();
     if (v["uncaught"].empty())
-      o << "  vacuity: every one of " << v["rows_caught"].size() << " emulator mutants is caught (by at least "
+      o << "  vacuity: every one of " << applicable << " applicable emulator mutants is caught (by at least "
         << fewest << " edge rows)\n";
     else
       o << "  vacuity: VACUOUS, no edge row catches " << v["uncaught"].dump() << "\n";
+    for (const auto& [name, why] : v["not_applicable"].items())
+      o << "    not applicable: " << name << " (" << why.get<std::string>() << ")\n";
   }
   if (!r["files"].empty()) o << "  fixtures replayed: " << r["files"].size() << "\n";
   const std::int64_t total = r["mismatches"]["total"].get<std::int64_t>();

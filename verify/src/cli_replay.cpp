@@ -1,6 +1,7 @@
 // boundary-verify replay: each fixture's inputs through the emulator (and, with --gpu, the GPU
 // hook's kernels), every output element compared bit for bit with the recorded one.
-#include <boundary/constants_json.hpp>
+#include <boundary/fixture_metadata.hpp>
+#include <boundary/input_limits.hpp>
 #include <boundary/replay.hpp>
 
 #include <algorithm>
@@ -16,8 +17,9 @@ CLI::App* setup_replay(CLI::App& app, ReplayOptions& o) {
       ->required();
   sub->add_flag("--gpu", o.gpu, "Also replay on the GPU (fused kernel, eager chain); exit 77 without a device");
   sub->add_option("--report", o.report, "Write the JSON report (verify/report-schema.json) to this file");
-  sub->add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)");
-  sub->add_option("--threads", o.threads, "Host threads (0: every core)");
+  sub->add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)")
+      ->check(io::unsigned_decimal());
+  sub->add_option("--threads", o.threads, "Host threads (0: every core)")->check(io::unsigned_decimal());
   return sub;
 }
 
@@ -26,13 +28,6 @@ namespace {
 // Metadata keys copied into the report as the fixture's provenance (none is required).
 const std::vector<std::string> kProvenanceKeys = {"gpu",  "compute_capability", "driver", "cuda",
                                                   "project_version", "seed", "date", "producer"};
-
-Constants fixture_constants(const st::File& file, const std::string& name) {
-  const auto it = file.metadata.find("constants");
-  if (it == file.metadata.end())
-    throw InputError(name + ": __metadata__ has no 'constants' entry (the constants JSON, as emulate writes it)");
-  return parse_constants(it->second, name + " (__metadata__ 'constants')");
-}
 
 // A fixture read and checked: its constants, bound inputs and recorded outputs. Not movable in
 // effect: bound and the output pointers point into file.
@@ -43,9 +38,7 @@ struct Fixture {
         constants(fixture_constants(file, name)),
         bound(bind_inputs(file, constants, name)),
         out(&st::require(file, name, "out", {st::Dtype::BF16}, {bound.m, kH})),
-        new_stream(file.tensors.count("new_stream")
-                       ? &st::require(file, name, "new_stream", {st::Dtype::F32}, {bound.m, kH})
-                       : nullptr) {}
+        new_stream(recorded_new_stream(file, name, bound.m)) {}
   Fixture(const Fixture&) = delete;
   Fixture& operator=(const Fixture&) = delete;
 
@@ -122,6 +115,7 @@ int exit_code_of(const report::Report& r) {
 
 ReplayResult replay(const ReplayOptions& o) {
   if (o.files.empty()) throw InputError("replay: give at least one fixture file");
+  if (o.report) io::check_outputs({{"--report", *o.report}}, o.files);
   ReplayResult result{report::start_report("replay", o.max_mismatches)};
   report::Report& rep = result.report;
   rep.gpu = gpu_status(o, rep.environment);

@@ -2,6 +2,8 @@
 // or a value silently replaced by a default would change bits with nobody told.
 #include "boundary/constants_json.hpp"
 
+#include "boundary/input_limits.hpp"
+
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -43,13 +45,8 @@ bool eps_ok(double eps) { return std::isfinite(eps) && eps >= 0.0 && finite_as_f
 bool gain_ok(double gain) { return std::isfinite(gain) && finite_as_float(gain); }
 
 // A value re-serialised as JSON (not the user's own spelling), cut short so that a stray large
-// array cannot flood the message.
-std::string shown(const json& value) {
-  constexpr std::size_t kMax = 60;
-  std::string text = value.dump();
-  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
-  return text;
-}
+// or deep value cannot flood the message.
+std::string shown(const json& value) { return io::brief(value); }
 
 std::string shown_with_type(const json& value) {
   return shown(value) + " (" + value.type_name() + ")";
@@ -85,7 +82,7 @@ void check_known_fields(const json& doc, const std::string& source) {
     bool known = false;
     for (std::string_view name : kKnownFields) known = known || key == name;
     if (!known) {
-      throw InputError(source + ": unknown field '" + key + "' (known: " + known_fields_list() +
+      throw InputError(source + ": unknown field '" + io::brief_text(key) + "' (known: " + known_fields_list() +
                        ")");
     }
   }
@@ -189,10 +186,19 @@ std::string parser_message(const json::exception& error) {
 
 // Watches the outermost object while it is parsed: a JSON value keeps only the last of repeated
 // keys, and a parser error carries no key, so both have to be seen here. A nested object's keys
-// are not fields (a nested object is a type error reported later).
+// are not fields (a nested object is a type error reported later). It also caps the nesting, which
+// no valid file has: a value nested thousands deep would overflow the stack of any recursive walk.
 class FieldWatcher {
  public:
-  bool on_event(json::parse_event_t event, const json& parsed) {
+  explicit FieldWatcher(const std::string& source) : source_(source) {}
+
+  bool on_event(int depth, json::parse_event_t event, const json& parsed) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= io::kMaxJsonDepth) {
+      const std::string where = current_field_ ? " in field '" + io::brief_text(*current_field_) + "'" : "";
+      throw InputError(source_ + ": JSON nested deeper than " + std::to_string(io::kMaxJsonDepth) + " levels" +
+                       where + ": expected one flat object of constants");
+    }
     switch (event) {
       case json::parse_event_t::object_start:
         ++depth_;
@@ -219,28 +225,12 @@ class FieldWatcher {
     if (!seen_.insert(field).second && !first_duplicate_) first_duplicate_ = field;
   }
 
+  const std::string& source_;
   int depth_ = 0;
   std::set<std::string> seen_;
   std::optional<std::string> current_field_;
   std::optional<std::string> first_duplicate_;
 };
-
-std::string read_text(const std::filesystem::path& path, const std::string& source) {
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored)) {
-    throw InputError(source + ": cannot read the constants file: it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    throw InputError(source + ": cannot open the constants file: " +
-                     std::generic_category().message(error));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(source + ": cannot read the constants file");
-  return text.str();
-}
 
 void check_writable(const NormConstants& norm, std::string_view prefix) {
   const std::string what = "constants_to_json: " + std::string(prefix) + " norm: ";
@@ -298,12 +288,12 @@ Constants constants_from_json(const nlohmann::json& doc, const std::string& sour
 }
 
 Constants parse_constants(std::string_view text, const std::string& source) {
-  FieldWatcher watcher;
+  FieldWatcher watcher(source);
   json doc;
   try {
     doc = json::parse(text.begin(), text.end(),
-                      [&watcher](int /*depth*/, json::parse_event_t event, json& parsed) {
-                        return watcher.on_event(event, parsed);
+                      [&watcher](int depth, json::parse_event_t event, json& parsed) {
+                        return watcher.on_event(depth, event, parsed);
                       });
   } catch (const json::parse_error& error) {
     throw InputError(source + ": not valid JSON: " + parser_message(error));
@@ -323,8 +313,8 @@ Constants parse_constants(std::string_view text, const std::string& source) {
 }
 
 Constants read_constants(const std::filesystem::path& path) {
-  const std::string source = path.string();
-  return parse_constants(read_text(path, source), source);
+  const std::vector<std::uint8_t> bytes = io::read_input_file(path, io::kMaxConstantsBytes, "a constants JSON file");
+  return parse_constants(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path.string());
 }
 
 nlohmann::json constants_to_json(const Constants& constants) {

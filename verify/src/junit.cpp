@@ -94,6 +94,8 @@ std::vector<TestCase> gate_cases(const nlohmann::json& r) {
       c.failure_text = g["vacuity"]["rows_caught"].dump();
     }
     cases.push_back(std::move(c));
+    for (const auto& [mutant, why] : g["vacuity"]["not_applicable"].items())
+      cases.push_back({"gate.vacuity", mutant, std::nullopt, std::nullopt, "not applicable: " + why.get<std::string>()});
   }
   for (const auto& f : r.at("files")) {
     TestCase c{"gate.fixtures", f["path"].get<std::string>(), std::nullopt, std::nullopt, std::nullopt};

@@ -11,6 +11,7 @@
 #endif
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 int main(int argc, char** argv) {
@@ -20,11 +21,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);  // none: the gate, `boundary-verify --constants cfg.json`
   bool json = false;
   app.add_flag("--json", json, "Print results as JSON instead of text");
+  // The source tree's fixtures when this binary runs where it was built; elsewhere none, unless
+  // --fixtures names a directory (which must then exist).
+  const bool own_fixtures = std::filesystem::is_directory(default_fixtures_dir());
   GateOptions gate;
-  gate.fixtures = default_fixtures_dir();
+  if (own_fixtures) gate.fixtures = default_fixtures_dir();
   setup_gate(app, gate);
   SelfTestOptions self_test;
-  self_test.fixtures = default_fixtures_dir();
+  if (own_fixtures) self_test.fixtures = default_fixtures_dir();
   CLI::App* self_test_cmd = setup_self_test(app, self_test);
   EmulateOptions emulate;
   CLI::App* emulate_cmd = setup_emulate(app, emulate);

@@ -231,7 +231,9 @@ nlohmann::json to_json(const GateReport& g) {
     runs.push_back({{"suite", c.suite}, {"variant", c.variant}, {"pair", c.pair}, {"tensor", c.tensor},
                     {"rows", c.rows}, {"compared", c.compared}, {"mismatches", c.mismatches}});
   nlohmann::json vacuity = nullptr, shrink = nullptr;
-  if (g.vacuity) vacuity = {{"rows_caught", g.vacuity->rows_caught}, {"uncaught", g.vacuity->uncaught}};
+  if (g.vacuity)
+    vacuity = {{"rows_caught", g.vacuity->rows_caught}, {"not_applicable", g.vacuity->not_applicable},
+               {"uncaught", g.vacuity->uncaught}};
   if (g.shrink)
     shrink = {{"fixture", g.shrink->fixture}, {"suite", g.shrink->suite}, {"variant", g.shrink->variant},
               {"pair", g.shrink->pair}, {"tensor", g.shrink->tensor}, {"row", g.shrink->row},

@@ -1,7 +1,8 @@
 #include "boundary/safetensors.hpp"
 
+#include "boundary/input_limits.hpp"
+
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 constexpr std::uint64_t kMaxHeader = 100ull * 1024 * 1024;
 // A valid header nests three deep (root, entry, shape); the cap keeps a hostile header of
 // brackets from building a huge tree before the structural checks would reject it.
-constexpr int kMaxDepth = 16;
+constexpr int kMaxDepth = io::kMaxJsonDepth;
 constexpr std::uint64_t kMaxBytes = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 constexpr const char* kMetadataKey = "__metadata__";
 constexpr const char* kSupported = "(BF16, F16, F32)";
@@ -37,19 +38,14 @@ constexpr const char* kSupported = "(BF16, F16, F32)";
   throw InputError(source + ": " + what);
 }
 
+// A name from the file, cut short so a hostile header cannot bloat the message.
+std::string quoted(const std::string& s) { return "'" + io::brief_text(s) + "'"; }
+
 [[noreturn]] void fail_tensor(const std::string& source, const std::string& name, const std::string& what) {
-  fail(source, "tensor '" + name + "': " + what);
+  fail(source, "tensor " + quoted(name) + ": " + what);
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-// A JSON value as found in the file, cut short so a hostile header cannot bloat the message.
-std::string brief(const json& j) {
-  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  constexpr std::size_t kMax = 60;
-  if (s.size() > kMax) s = s.substr(0, kMax) + "...";
-  return s;
-}
+using io::brief;
 
 std::string range_string(std::uint64_t begin, std::uint64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
@@ -172,7 +168,7 @@ Dtype entry_dtype(const json& j, const std::string& source, const std::string& n
   if (!j.is_string()) fail_tensor(source, name, "dtype is " + brief(j) + ", expected a string");
   const auto& text = j.get_ref<const std::string&>();
   Dtype d{};
-  if (!dtype_from_name(text, d)) fail_tensor(source, name, "dtype " + text + " is not supported " + kSupported);
+  if (!dtype_from_name(text, d)) fail_tensor(source, name, "dtype " + io::brief_text(text) + " is not supported " + kSupported);
   return d;
 }
 
@@ -358,29 +354,6 @@ void write_all(int fd, std::span<const std::uint8_t> bytes, const fs::path& targ
   }
 }
 
-std::vector<std::uint8_t> read_all(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path.string(), "cannot open: " + errno_message(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) fail(path.string(), "cannot stat: " + errno_message(errno));
-  if (S_ISDIR(st.st_mode)) fail(path.string(), "is a directory, expected a safetensors file");
-  std::vector<std::uint8_t> bytes;
-  if (S_ISREG(st.st_mode) && st.st_size > 0) bytes.reserve(static_cast<std::size_t>(st.st_size));
-  std::uint8_t chunk[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(path.string(), "cannot read: " + errno_message(errno));
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk, chunk + n);
-  }
-  return bytes;
-}
-
 }  // namespace
 
 // ---- public ------------------------------------------------------------------------------
@@ -477,7 +450,9 @@ File parse(std::span<const std::uint8_t> bytes, const std::string& source) {
   return file;
 }
 
-File read_file(const fs::path& path) { return parse(read_all(path), path.string()); }
+File read_file(const fs::path& path) {
+  return parse(io::read_input_file(path, io::kMaxSafetensorsBytes, "a safetensors file"), path.string());
+}
 
 std::vector<std::uint8_t> serialize(const File& file) {
   const std::string header = header_text(file);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <stdexcept>
 
 namespace boundary::suite {
 
@@ -49,6 +50,14 @@ std::vector<std::vector<bool>> caught_rows(const Constants& constants, const Bou
 
 }  // namespace
 
+std::optional<std::string> not_applicable(Mutant m, const Constants& constants) {
+  if (m != Mutant::gain_unrounded) return std::nullopt;
+  for (const NormConstants* n : {&constants.post, &constants.pre})
+    if (n->has_weight() && n->weight_dtype != WeightDtype::fp32 && static_cast<float>(*n->gain_center) != 0.0f)
+      return std::nullopt;
+  return "no norm rounds its gain: each has no weight, an FP32 weight or gain centre 0";
+}
+
 Vacuity check_vacuity(const Constants& constants, const safetensors::File& inputs, unsigned threads) {
   const BoundTensors bound = bind_inputs(inputs, constants, "vacuity check");
   const std::vector<std::vector<bool>> caught = caught_rows(constants, bound, threads);
@@ -57,7 +66,14 @@ Vacuity check_vacuity(const Constants& constants, const safetensors::File& input
     const auto rows = static_cast<std::int64_t>(std::count(caught[i].begin(), caught[i].end(), true));
     const std::string name(mutant_name(mutants::kEmulatorTwins[i]));
     v.rows_caught[name] = rows;
-    if (rows == 0) v.uncaught.push_back(name);
+    if (const auto reason = not_applicable(mutants::kEmulatorTwins[i], constants)) {
+      if (rows > 0)
+        throw std::logic_error("vacuity check: " + name + " changes " + std::to_string(rows) +
+                               " rows although it was declared not applicable (" + *reason + ")");
+      v.not_applicable[name] = *reason;
+    } else if (rows == 0) {
+      v.uncaught.push_back(name);
+    }
   }
   return v;
 }

@@ -136,7 +136,7 @@ TEST_CASE("replay: a fixture of the emulator's own outputs is equal in every ele
   CHECK(code == cli::kSuccess);
   CHECK(r["exit_code"] == 0);
   CHECK(r["result"] == "equal");
-  CHECK(r["schema_version"] == "boundary-verify/report/2");
+  CHECK(r["schema_version"] == "boundary-verify/report/3");
   CHECK(r["gpu"] == "not requested");
   CHECK(r["environment"]["gpu"].is_null());
   CHECK(r["counts"]["elements_compared"] == 2 * kRows * kH);

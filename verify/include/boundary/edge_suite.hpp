@@ -4,11 +4,13 @@
 // check that proves a suite can catch the planted bugs of the emulator.
 #pragma once
 
+#include <boundary/mutant.hpp>
 #include <boundary/safetensors.hpp>
 #include <boundary/types.hpp>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -55,11 +57,21 @@ std::vector<std::pair<std::string, Constants>> edge_constants(const Constants& b
 struct TieRows { std::int64_t y = 0, res = 0, out = 0; };
 TieRows count_tie_rows(const Constants& constants, const safetensors::File& inputs);
 
+// Why planted bug `m` cannot change any output under `constants`, derived from the constants alone;
+// nullopt when it can. gain_unrounded skips the rounding of gamma = weight + centre to the weight's
+// dtype: that rounding is the identity when no norm has a weight, when every weight is FP32, or
+// when every centre is 0 (a BF16 or FP16 value plus 0 is that value; a NaN becomes the canonical
+// NaN either way, and every use of gamma is a product, whose NaN is canonical too).
+std::optional<std::string> not_applicable(Mutant m, const Constants& constants);
+
 // Vacuity: for every mutant with an emulator twin, how many rows of `inputs` it changes (any bit
-// of out or new_stream differs from the production emulator's); `uncaught` lists the mutants that
-// change none, in mutant order.
+// of out or new_stream differs from the production emulator's); `not_applicable` the mutants that
+// cannot change any output under the constants, with the reason; `uncaught` lists the applicable
+// mutants that change no row, in mutant order. A mutant declared not applicable that changes a row
+// contradicts its reason: check_vacuity throws std::logic_error (a defect of the tool).
 struct Vacuity {
   std::map<std::string, std::int64_t> rows_caught;
+  std::map<std::string, std::string> not_applicable;
   std::vector<std::string> uncaught;
 };
 Vacuity check_vacuity(const Constants& constants, const safetensors::File& inputs, unsigned threads);

@@ -24,7 +24,7 @@
 
 namespace boundary::report {
 
-inline constexpr std::string_view kSchemaVersion = "boundary-verify/report/2";
+inline constexpr std::string_view kSchemaVersion = "boundary-verify/report/3";
 
 // ---- Bit-pattern helpers, one per dtype.
 // Distance in the IEEE total order of non-NaN patterns: adjacent patterns are 1 apart, -0 and +0
@@ -144,7 +144,8 @@ struct RunCount {
 
 struct VacuityReport {
   std::map<std::string, std::int64_t> rows_caught;  // per emulator mutant, rows of the edge suites
-  std::vector<std::string> uncaught;                // no row catches these: the suite is vacuous
+  std::map<std::string, std::string> not_applicable;  // mutant -> why it cannot change an output here
+  std::vector<std::string> uncaught;                // applicable, yet no row catches these: vacuous
 };
 
 struct ShrinkReport {

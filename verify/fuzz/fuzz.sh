@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses of the parsers (verify/fuzz: clang, ASan, UBSan) and runs each:
+# its regression corpus (inputs that once broke a parser) as ctest tests, then SECONDS of fuzzing
+# (default 30) seeded from the committed fixtures and constants. A finding (a crash, a sanitizer
+# report, a broken round trip) fails the script; libFuzzer leaves the input in build-fuzz as
+# <harness>-crash-<sha1>: minimize it, add it to verify/fuzz/regressions/<harness>, fix the parser.
+#   verify/fuzz/fuzz.sh [SECONDS]   (CI: 30 a harness; on demand, longer: e.g. 600)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=${1:-30}
+cmake -S verify/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ > /dev/null
+cmake --build build-fuzz -j "$(nproc)"
+ctest --test-dir build-fuzz --output-on-failure
+for harness in safetensors constants fixture; do
+  # Fixtures are 180 KB to 2.3 MB: 300,000 bytes keep the smaller whole (binding needs [m, 8192]
+  # tensors); a valid constants file is under 1 KB.
+  seeds=fixtures/boundary max_len=300000
+  [ "$harness" = constants ] && seeds=fixtures/constants max_len=4096
+  # The first directory collects what the fuzzer finds (kept between runs on this machine); the
+  # seeds and regressions are only read.
+  corpus=build-fuzz/corpus-$harness
+  mkdir -p "$corpus"
+  if ! build-fuzz/fuzz_$harness -max_total_time="$seconds" -max_len="$max_len" -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/$harness-" "$corpus" "$seeds" "verify/fuzz/regressions/$harness" \
+      > "build-fuzz/$harness.log" 2>&1; then
+    tail -n 40 "build-fuzz/$harness.log"
+    echo "fuzz_$harness: FINDING (log: build-fuzz/$harness.log)"
+    exit 1
+  fi
+  echo "fuzz_$harness: $(grep -o 'number_of_executed_units: [0-9]*' "build-fuzz/$harness.log" | cut -d' ' -f2) executions in ${seconds} s, no finding"
+done
