@@ -1,6 +1,7 @@
 // boundary-verify: the toolkit's command line. Errors go to stderr with the exit codes of
 // boundary::cli::ExitCode; results to stdout.
 #include <boundary/cli.hpp>
+#include <boundary/cli_cases.hpp>
 #include <boundary/gate.hpp>
 #include <boundary/replay.hpp>
 #include <boundary/types.hpp>
@@ -30,6 +31,10 @@ int main(int argc, char** argv) {
   CLI::App* emulate_cmd = setup_emulate(app, emulate);
   ReplayOptions replay;
   CLI::App* replay_cmd = setup_replay(app, replay);
+  ExportOptions export_options;
+  CLI::App* export_cmd = setup_export(app, export_options);
+  CheckOptions check;
+  CLI::App* check_cmd = setup_check(app, check);
 #if BOUNDARY_WITH_GPU
   CaptureOptions capture;
   CLI::App* capture_cmd = setup_capture(app, capture);
@@ -53,6 +58,16 @@ int main(int argc, char** argv) {
       std::cout << (json ? report.dump(2) + "\n" : format_replay(report));
       return rc;
     }
+    if (export_cmd->parsed()) {
+      const auto summary = run_export(export_options);
+      std::cout << (json ? summary.dump(2) + "\n" : format_export(summary));
+    }
+    if (check_cmd->parsed()) {
+      int rc = kSuccess;
+      const auto report = run_check(check, &rc);
+      std::cout << (json ? report.dump(2) + "\n" : format_gate(report));
+      return rc;
+    }
     if (self_test_cmd->parsed()) {
       int rc = kSuccess;
       const auto result = run_self_test(self_test, &rc);
@@ -70,7 +85,7 @@ int main(int argc, char** argv) {
     if (app.get_subcommands().empty()) {
       if (gate.constants.empty()) {
         std::cerr << "boundary-verify: give --constants cfg.json (the gate) or a subcommand "
-                     "(emulate, replay, capture, self-test); see --help\n";
+                     "(emulate, replay, capture, self-test, export, check); see --help\n";
         return kUsageOrInput;
       }
       int rc = kSuccess;
