@@ -2,7 +2,8 @@
 # Installs what a fresh Debian machine lacks to build and test the project (nvcc is expected
 # on the machine already: the CUDA programs need it to compile, never a GPU).
 set -euo pipefail
-packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev doctest-dev)
+packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev doctest-dev
+          pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pytest)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -20,6 +20,9 @@ CLI::App* setup_export(CLI::App& app, ExportOptions& o) {
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   sub->add_option("--ranks", o.cases.ranks, "Also the partials suites: the edge rows over R rank partials (1..8)")
       ->check(CLI::Range(1, kMaxRanks));
+  std::string families = "all";
+  for (const std::string& f : cases::families()) families += ", " + f;
+  sub->add_option("--suite", o.cases.family, "Only this suite family: " + families)->capture_default_str();
   sub->add_flag("--no-store-stream", [&o](std::int64_t) { o.cases.store_stream = false; },
                 "Cases that do not store the stream: outputs hold out only");
   return sub;
@@ -52,6 +55,7 @@ nlohmann::json run_export(const ExportOptions& o) {
       {"level", o.cases.level},
       {"rows", o.cases.rows},
       {"ranks", o.cases.ranks},
+      {"suite", o.cases.family},
       {"store_stream", o.cases.store_stream},
       {"cases", entries},
   };
