@@ -77,6 +77,9 @@ void setup_gate(CLI::App& app, GateOptions& o) {
   app.add_option("--shrink-output", o.shrink_output, "Where the shrunk first mismatch goes (default: next to the report)");
   app.add_option("--fixtures", o.fixtures, "Committed fixtures replayed by the gate")->capture_default_str();
   app.add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)");
+  app.add_option("--shrink-calls", o.shrink_calls,
+                 "The most reruns of the failing implementation while shrinking (an external command's each cost a process); 0: no shrinking")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_flag("--quiet", o.quiet, "No summary on stdout, no progress");
   app.add_flag("--progress", o.progress, "Progress on stderr even when it is not a terminal");
   app.add_option("--threads", o.threads, "Host threads for the emulator (0: every core)");
@@ -146,7 +149,11 @@ void run_variant(const GateGpuHook& hook, const GateOptions& o, const BoundSuite
   if (first == rep.mismatches.kept().size()) return;
   diagnose(hook, s, v, rep.mismatches, first, threads);
   if (g.shrink || !g.shrink_note.empty()) return;
-  auto shrunk = shrink_first(hook, s, v, rep.mismatches.kept()[first], shrink_path(o), &g.shrink_note);
+  if (o.shrink_calls == 0) {
+    g.shrink_note = "not shrunk: --shrink-calls 0";
+    return;
+  }
+  auto shrunk = shrink_first(hook, s, v, rep.mismatches.kept()[first], shrink_path(o), o.shrink_calls, &g.shrink_note);
   if (!shrunk) return;
   g.shrink = shrunk->report;
   result.shrunk_fixture = std::move(shrunk->fixture);

@@ -15,7 +15,6 @@ namespace {
 
 // Rows rerun per diagnosed run: their intermediates are [rows, 8192] each.
 constexpr std::size_t kDiagnosedRows = 32;
-constexpr int kShrinkPredicateCalls = 1000;
 
 }  // namespace
 
@@ -39,7 +38,7 @@ void diagnose(const GateGpuHook& hook, const BoundSuite& s, const GateVariant& v
 
 std::optional<Shrunk> shrink_first(const GateGpuHook& hook, const BoundSuite& s, const GateVariant& v,
                                    const report::Mismatch& first, const std::filesystem::path& output,
-                                   std::string* note) {
+                                   int max_calls, std::string* note) {
   const std::optional<std::string> stage =
       first.first_divergent_stage ? std::optional(first.first_divergent_stage->stage) : std::nullopt;
   // The implementation's outputs on a one-row candidate and whether it still fails that way.
@@ -61,7 +60,7 @@ std::optional<Shrunk> shrink_first(const GateGpuHook& hook, const BoundSuite& s,
             ") does not reproduce on its row alone: not shrunk";
     return std::nullopt;
   }
-  const shrink::Result r = shrink::shrink(failing, still_fails, kShrinkPredicateCalls);
+  const shrink::Result r = shrink::shrink(failing, still_fails, max_calls);
 
   Shrunk out;
   out.fixture = shrink::to_inputs(r.minimal);

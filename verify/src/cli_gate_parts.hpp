@@ -99,6 +99,6 @@ struct Shrunk {
 };
 std::optional<Shrunk> shrink_first(const GateGpuHook& hook, const BoundSuite& s, const GateVariant& v,
                                    const report::Mismatch& first, const std::filesystem::path& output,
-                                   std::string* note);
+                                   int max_calls, std::string* note);
 
 }  // namespace boundary::cli::gate_parts

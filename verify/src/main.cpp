@@ -8,6 +8,7 @@
 #include <boundary/version.hpp>
 #if BOUNDARY_WITH_GPU
 #include <boundary/capture.hpp>
+#include <boundary/cli_kernel.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #endif
 
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
 #if BOUNDARY_WITH_GPU
   CaptureOptions capture;
   CLI::App* capture_cmd = setup_capture(app, capture);
+  KernelOptions kernel;
+  CLI::App* kernel_cmd = setup_kernel(app, kernel);
   replay.gpu_hook = make_gpu_replay_hook();
   gate.gpu_hook = self_test.gpu_hook = make_gate_gpu_hook();
 #endif
@@ -79,6 +82,12 @@ int main(int argc, char** argv) {
       int rc = kSuccess;
       const auto result = run_capture(capture, &rc);
       std::cout << (json ? result.dump(2) + "\n" : format_capture(result));
+      return rc;
+    }
+    if (kernel_cmd->parsed()) {
+      int rc = kSuccess;
+      const auto result = run_kernel(kernel, &rc);
+      std::cout << (json ? result.dump(2) + "\n" : format_kernel(result));
       return rc;
     }
 #endif

@@ -74,6 +74,7 @@ struct GateOptions {
   std::optional<std::filesystem::path> report, junit, shrink_output;
   std::filesystem::path fixtures;  // committed fixtures, replayed when the GPU checks cannot run
   std::size_t max_mismatches = 100;
+  int shrink_calls = 1000;         // the most reruns of the failing implementation while shrinking; 0: none
   bool quiet = false;
   bool progress = false;           // force progress lines even when stderr is no terminal
   unsigned threads = 0;            // 0: every host core
