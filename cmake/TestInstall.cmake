@@ -12,8 +12,9 @@ run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/reference/tests/consumer" -B "${scratch}/
     "-DCMAKE_PREFIX_PATH=${scratch}/prefix")
 run(${CMAKE_COMMAND} --build "${scratch}/build")
 run("${scratch}/build/consumer")
-# The Python package, when built: importable from the installed prefix alone, its emulator linked in.
+# The Python package, when built: importable from the installed prefix alone, its emulator linked in
+# (run() takes a list: the code has newlines, no semicolons).
 if(PYTHON)
   run(${CMAKE_COMMAND} -E env "PYTHONPATH=${scratch}/prefix/${PYTHON_DIR}" ${PYTHON} -c
-      "import boundary_verify as bv; assert bv.__file__.startswith('${scratch}/prefix/'), bv.__file__; print(bv.__file__)")
+      "import boundary_verify as bv\nassert bv.__file__.startswith('${scratch}/prefix/'), bv.__file__\nprint(bv.__file__)")
 endif()
