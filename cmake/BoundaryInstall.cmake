@@ -25,6 +25,7 @@ install(FILES ${PROJECT_BINARY_DIR}/boundaryConfig.cmake ${PROJECT_BINARY_DIR}/b
 if(BOUNDARY_TESTS)
   add_test(NAME install_find_package
     COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
-            -DGENERATOR=${CMAKE_GENERATOR} -P ${PROJECT_SOURCE_DIR}/cmake/TestInstall.cmake)
+            -DGENERATOR=${CMAKE_GENERATOR} "-DPYTHON=$<$<BOOL:${BOUNDARY_PYTHON}>:${BOUNDARY_PYTHON_EXECUTABLE}>"
+            -DPYTHON_DIR=${BOUNDARY_PYTHON_INSTALL_DIR} -P ${PROJECT_SOURCE_DIR}/cmake/TestInstall.cmake)
   set_tests_properties(install_find_package PROPERTIES LABELS cpu)
 endif()

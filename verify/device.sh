@@ -32,7 +32,8 @@ fi
 nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem --format=csv > "$logs/gpu.txt" 2>&1
 cat "$logs/gpu.txt"
 
-step configure cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr
+# The Python package is CI's (Debian's pybind11 and numpy); this machine's Python is PyTorch's.
+step configure cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr -DBOUNDARY_PYTHON=OFF
 step build cmake --build build-device -j "$jobs"
 step cpu_tests ctest --test-dir build-device -L cpu --output-on-failure -j 8
 step gpu_tests ctest --test-dir build-device -L gpu --output-on-failure -V
@@ -55,6 +56,11 @@ for boundary in post-ffn post-attention; do
     --report "$logs/gate_$boundary.json" --junit "$logs/gate_$boundary.xml" --progress
   step "self_test_$boundary" timeout 100 build-device/verify/boundary-verify self-test --constants "fixtures/constants/muse-spark-$boundary.json"
 done
+# Checking an implementation the toolkit did not build: the fused kernel through the external path,
+# the plain PyTorch boundary eager (quick, ~40 s), compiled, and as the gate's --implementation (minutes).
+step external_torch bash verify/interop/external_example.sh quick build-device/verify/boundary-verify "$logs"
+step external_torch_compile bash verify/interop/external_example.sh compile build-device/verify/boundary-verify "$logs"
+step external_torch_gate timeout 500 bash verify/interop/external_example.sh gate build-device/verify/boundary-verify "$logs"
 tar cf "$out/fixtures.tar" -C "$out" fixtures && rm -rf "$out/fixtures"
 tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
 echo "failed steps: $failed"

@@ -1,6 +1,7 @@
 #include <boundary/boundary_tensors.hpp>
 
 #include <algorithm>
+#include <cstring>
 
 namespace boundary {
 
@@ -74,6 +75,34 @@ BoundTensors bind_inputs(const st::File& file, const Constants& constants, const
   b.operands.post_weight = bind_weight(file, constants.post, "post_weight", source);
   b.operands.pre_weight = bind_weight(file, constants.pre, "pre_weight", source);
   return b;
+}
+
+st::File inputs_file(const Constants& constants, const BoundTensors& b) {
+  st::File file;
+  const auto copy = [&](const std::string& name, st::Dtype dtype, std::vector<std::int64_t> shape, const void* data) {
+    st::Tensor t = st::make_tensor(dtype, std::move(shape));
+    std::memcpy(t.bytes.data(), data, t.bytes.size());
+    file.tensors[name] = std::move(t);
+  };
+  const std::size_t rank_bytes = static_cast<std::size_t>(b.m) * kH * 2;
+  if (b.inputs.branch) {
+    copy("branch", st::Dtype::BF16, {b.m, kH}, b.inputs.branch);
+  } else {
+    const auto ranks = static_cast<std::int64_t>(b.partial_rows.size());
+    st::Tensor partials = st::make_tensor(st::Dtype::BF16, {ranks, b.m, kH});
+    for (std::size_t r = 0; r < b.partial_rows.size(); ++r)
+      std::memcpy(partials.bytes.data() + r * rank_bytes, b.partial_rows[r], rank_bytes);
+    file.tensors["partials"] = std::move(partials);
+  }
+  copy("stream", b.inputs.stream_dtype == StreamDtype::f32 ? st::Dtype::F32 : st::Dtype::BF16, {b.m, kH},
+       b.inputs.stream);
+  copy("alpha", st::Dtype::F32, {kH}, b.operands.alpha);
+  copy("beta", st::Dtype::F32, {kH}, b.operands.beta);
+  if (constants.post.has_weight())
+    copy("post_weight", weight_tensor_dtype(constants.post.weight_dtype), {kH}, b.operands.post_weight);
+  if (constants.pre.has_weight())
+    copy("pre_weight", weight_tensor_dtype(constants.pre.weight_dtype), {kH}, b.operands.pre_weight);
+  return file;
 }
 
 }  // namespace boundary

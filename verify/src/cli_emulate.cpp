@@ -1,6 +1,7 @@
 // boundary-verify emulate: the contract's emulator on a file of inputs (or generated ones),
 // written as safetensors with the outputs and, on request, every intermediate.
 #include <boundary/boundary_tensors.hpp>
+#include <boundary/cases.hpp>
 #include <boundary/cli.hpp>
 #include <boundary/constants_json.hpp>
 #include <boundary/generate.hpp>
@@ -22,8 +23,9 @@ unsigned host_threads(unsigned asked) { return asked ? asked : std::max(1u, std:
 
 CLI::App* setup_emulate(CLI::App& app, EmulateOptions& o) {
   CLI::App* sub = app.add_subcommand("emulate", "Run the contract's CPU emulator on boundary rows");
-  sub->add_option("--constants", o.constants, "Constants JSON (e.g. fixtures/constants/muse-spark-post-ffn.json)")
-      ->required();
+  sub->add_option("--constants", o.constants,
+                  "Constants JSON (e.g. fixtures/constants/muse-spark-post-ffn.json); without it, --inputs must be a "
+                  "case file of export, whose __metadata__ gives the constants and store_stream");
   auto* inputs = sub->add_option("--inputs", o.inputs,
                                  "Input safetensors: branch (or partials), stream, alpha, beta, weights");
   auto* generate = sub->add_option("--generate", o.generate_rows, "Generate this many realistic rows instead")
@@ -72,13 +74,23 @@ std::uint64_t generated_row_bytes(bool intermediates) { return 2ull * kH * (12 +
 }  // namespace
 
 nlohmann::json run_emulate(const EmulateOptions& o) {
-  std::vector<std::filesystem::path> inputs{o.constants};
+  const bool from_case = o.constants.empty();
+  if (from_case && !o.inputs) throw InputError("emulate: give --constants (it is optional only with a case file as --inputs)");
+  std::vector<std::filesystem::path> inputs;
+  if (!from_case) inputs.push_back(o.constants);
   if (o.inputs) inputs.push_back(*o.inputs);
   io::check_outputs({{"--output", o.output}}, inputs);
-  const Constants constants = read_constants(o.constants);
   st::File file;
   std::string source;
-  if (o.generate_rows) {
+  if (from_case) {
+    file = st::read_file(*o.inputs);
+    source = o.inputs->string();
+  }
+  const Constants constants = from_case ? cases::case_constants(file, source) : read_constants(o.constants);
+  const bool store_stream = from_case ? cases::case_store_stream(file, source) && !o.no_store_stream : !o.no_store_stream;
+  if (from_case) {
+    for (const std::string& name : kOutputNames) file.tensors.erase(name);
+  } else if (o.generate_rows) {
     const std::uint64_t need = static_cast<std::uint64_t>(*o.generate_rows) * generated_row_bytes(o.intermediates);
     const std::uint64_t memory = io::physical_memory_bytes();
     if (need > memory)
@@ -110,7 +122,7 @@ nlohmann::json run_emulate(const EmulateOptions& o) {
   };
   ref::Outputs out;
   out.out = add("out", st::Dtype::BF16, {m, kH})->data<std::uint16_t>();
-  if (!o.no_store_stream) out.new_stream = add("new_stream", st::Dtype::F32, {m, kH})->data<float>();
+  if (store_stream) out.new_stream = add("new_stream", st::Dtype::F32, {m, kH})->data<float>();
   if (o.intermediates) {
     if (!bound.partial_rows.empty()) out.branch = add("branch", st::Dtype::BF16, {m, kH})->data<std::uint16_t>();
     out.post_row_sum = add("post_row_sum", st::Dtype::F32, {m})->data<float>();
@@ -119,7 +131,7 @@ nlohmann::json run_emulate(const EmulateOptions& o) {
     out.z = add("z", st::Dtype::BF16, {m, kH})->data<std::uint16_t>();
     out.pre_row_sum = add("pre_row_sum", st::Dtype::F32, {m})->data<float>();
     out.r2 = add("r2", st::Dtype::F32, {m})->data<float>();
-    if (o.no_store_stream) out.new_stream = add("res", st::Dtype::F32, {m, kH})->data<float>();
+    if (!store_stream) out.new_stream = add("res", st::Dtype::F32, {m, kH})->data<float>();
   }
   // The summary needs r1 and r2 even when they are not written.
   std::vector<float> r1(static_cast<std::size_t>(m)), r2(r1.size());
@@ -138,7 +150,7 @@ nlohmann::json run_emulate(const EmulateOptions& o) {
   st::write_file(o.output, result);
   return {
       {"command", "emulate"},
-      {"constants", o.constants.string()},
+      {"constants", from_case ? source + " (__metadata__)" : o.constants.string()},
       {"inputs", o.generate_rows ? "generated (seed " + std::to_string(o.seed) + ")" : source},
       {"rows", m},
       {"ranks", bound.partial_rows.size()},

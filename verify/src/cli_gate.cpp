@@ -3,7 +3,9 @@
 // first one shrunk; the vacuity of the edge suites; the committed fixtures replayed.
 #include "cli_gate_parts.hpp"
 
+#include <boundary/cases.hpp>
 #include <boundary/constants_json.hpp>
+#include <boundary/external.hpp>
 #include <boundary/input_limits.hpp>
 #include <boundary/junit.hpp>
 #include <boundary/replay.hpp>
@@ -67,13 +69,20 @@ void setup_gate(CLI::App& app, GateOptions& o) {
   app.add_option("--rows", o.rows, "Fuzzed rows per stream dtype (each variant of that dtype runs them)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   app.add_option("--operands", o.operands, "Safetensors with alpha, beta and the weights of a real model");
-  app.add_option("--variants", o.variants, "Comma list of GPU implementations (eager, graph, f32-store-early-pdl, ...) or all");
+  auto* variants =
+      app.add_option("--variants", o.variants, "Comma list of GPU implementations (eager, graph, f32-store-early-pdl, ...) or all");
+  app.add_option("--implementation", o.implementation,
+                 "An external implementation instead of the GPU ones: a shell command with {inputs} and {output}, run once per case")
+      ->excludes(variants);
   app.add_option("--report", o.report, "Write the JSON report (verify/report-schema.json)");
   app.add_option("--junit", o.junit, "Write JUnit XML");
   app.add_option("--shrink-output", o.shrink_output, "Where the shrunk first mismatch goes (default: next to the report)");
   app.add_option("--fixtures", o.fixtures, "Committed fixtures replayed by the gate")->capture_default_str();
   app.add_option("--max-mismatches", o.max_mismatches, "Mismatches listed in the report (all are counted)")
       ->check(io::unsigned_decimal());
+  app.add_option("--shrink-calls", o.shrink_calls,
+                 "The most reruns of the failing implementation while shrinking (an external command's each cost a process); 0: no shrinking")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_flag("--quiet", o.quiet, "No summary on stdout, no progress");
   app.add_flag("--progress", o.progress, "Progress on stderr even when it is not a terminal");
   app.add_option("--threads", o.threads, "Host threads for the emulator (0: every core)")->check(io::unsigned_decimal());
@@ -87,29 +96,6 @@ std::filesystem::path shrink_path(const GateOptions& o) {
   if (o.shrink_output) return *o.shrink_output;
   if (o.report) return o.report->parent_path() / (o.report->stem().string() + "-shrunk.safetensors");
   return "boundary-gate-shrunk.safetensors";
-}
-
-// Compares one implementation's outputs with the emulator's over a whole suite; fills each new
-// listed mismatch's seed and inputs. Returns the index of the first listed one it added.
-std::size_t compare_run(const BoundSuite& s, const std::string& variant, const std::string& pair,
-                        const StageValues& expected, const StageValues& actual, bool store, report::Report& rep) {
-  const std::size_t first = rep.mismatches.kept().size();
-  for (const std::string tensor : {"out", "new_stream"}) {
-    if (tensor == "new_stream" && !store) continue;
-    const auto a = actual.find(tensor);
-    if (a == actual.end()) throw std::logic_error(pair + ": no " + tensor + " returned");
-    const report::CompareContext where{s.info.name, pair, variant, "", tensor};
-    const report::TensorCount c =
-        report::compare_tensors(expected.at(tensor), a->second, variant, where, rep.mismatches);
-    rep.gate->runs.push_back({s.info.name, variant, pair, tensor, s.bound.m, c.compared, c.mismatches});
-    rep.elements_compared += c.compared;
-  }
-  for (std::size_t i = first; i < rep.mismatches.kept().size(); ++i) {
-    report::Mismatch& m = rep.mismatches.kept_mutable()[i];
-    m.seed = s.info.seed;
-    m.inputs = inputs_at(s.constants, s.bound, m.row, m.column);
-  }
-  return first;
 }
 
 void merge_vacuity(report::VacuityReport& into, const suite::Vacuity& v, bool first) {
@@ -152,6 +138,29 @@ std::string gpu_status(const GateOptions& o, report::Environment& env) {
   return env.gpu ? "run" : "not run: no CUDA device";
 }
 
+// One implementation on one suite: compared with the emulator's outputs; its listed mismatches
+// diagnosed, the first of the run shrunk unless one was already.
+void run_variant(const GateGpuHook& hook, const GateOptions& o, const BoundSuite& s, const GateVariant& v,
+                 bool external, const StageValues& expected, GateResult& result, Progress& progress, unsigned threads) {
+  report::Report& rep = result.report;
+  report::GateReport& g = *rep.gate;
+  const std::string pair = (external ? "" : "gpu:") + v.name + " vs emulator";
+  const std::size_t first = compare_run(s, v.name, pair, expected, hook.run(s.constants, s.bound, v), v.store, rep);
+  progress.add(s.bound.m);
+  if (first == rep.mismatches.kept().size()) return;
+  diagnose(hook, s, v, rep.mismatches, first, threads);
+  if (g.shrink || !g.shrink_note.empty()) return;
+  if (o.shrink_calls == 0) {
+    g.shrink_note = "not shrunk: --shrink-calls 0";
+    return;
+  }
+  auto shrunk = shrink_first(hook, s, v, rep.mismatches.kept()[first], shrink_path(o), o.shrink_calls, &g.shrink_note);
+  if (!shrunk) return;
+  g.shrink = shrunk->report;
+  result.shrunk_fixture = std::move(shrunk->fixture);
+  if (external) result.shrunk_fixture->metadata["implementation"] = *o.implementation;
+}
+
 }  // namespace
 
 GateResult gate(const GateOptions& o) {
@@ -168,14 +177,17 @@ GateResult gate(const GateOptions& o) {
   if (o.junit) outputs.push_back({"--junit", *o.junit});
   io::check_outputs(outputs, inputs);
   const Constants base = read_constants(o.constants);
-  const std::vector<GateVariant> variants = parse_gate_variants(o.variants);
+  // --implementation: the external command stands where the GPU implementations stand.
+  const bool external = o.implementation.has_value();
+  const GateGpuHook hook = external ? make_external_hook(*o.implementation) : o.gpu_hook;
+  const std::vector<GateVariant> variants = external ? std::vector{external_variant()} : parse_gate_variants(o.variants);
   const std::optional<st::File> operands = o.operands ? std::optional(read_operands(*o.operands)) : std::nullopt;
   const unsigned threads = host_threads(o.threads);
 
   GateResult result{report::start_report("gate", o.max_mismatches)};
   report::Report& rep = result.report;
-  rep.gpu = gpu_status(o, rep.environment);
-  const bool gpu = rep.gpu == "run";
+  rep.gpu = external ? "not requested" : gpu_status(o, rep.environment);
+  const bool gpu = external || rep.gpu == "run";  // the implementations run
   rep.gate.emplace();
   report::GateReport& g = *rep.gate;
   g.constants_file = o.constants.string();
@@ -184,6 +196,7 @@ GateResult gate(const GateOptions& o) {
   g.level = o.level;
   g.fuzz_rows = o.rows;
   for (const GateVariant& v : variants) g.variants.push_back(v.name);
+  g.implementation = o.implementation;
 
   const std::vector<SuiteSpec> specs = gate_suites(base, o.level, o.rows, o.seed);
   auto runs_on = [&](StreamDtype d) {
@@ -205,6 +218,8 @@ GateResult gate(const GateOptions& o) {
     std::vector<suite::Suite> made = making[k].get();
     for (suite::Suite& one : made) {
       const bool several = made.size() > 1;
+      const std::string case_id =
+          cases::case_name(spec.name, several ? std::optional(static_cast<std::size_t>(&one - made.data())) : std::nullopt);
       SuiteSpec named = spec;
       if (several) named.name += "/" + one.name;
       const auto s = bind_suite(named, std::move(one), operands ? &*operands : nullptr,
@@ -227,18 +242,11 @@ GateResult gate(const GateOptions& o) {
       if (!gpu) continue;
       for (const GateVariant& v : variants) {
         if (!v.runs_on(spec.stream)) continue;
-        const std::string pair = "gpu:" + v.name + " vs emulator";
-        const StageValues actual = o.gpu_hook.run(s->constants, s->bound, v);
-        const std::size_t first = compare_run(*s, v.name, pair, expected, actual, v.store, rep);
-        progress.add(m);
-        if (first == rep.mismatches.kept().size()) continue;
-        diagnose(o, *s, v, rep.mismatches, first, threads);
-        if (!g.shrink && g.shrink_note.empty()) {
-          auto shrunk = shrink_first(o, *s, v, rep.mismatches.kept()[first], shrink_path(o), &g.shrink_note);
-          if (shrunk) {
-            g.shrink = shrunk->report;
-            result.shrunk_fixture = std::move(shrunk->fixture);
-          }
+        try {
+          run_variant(hook, o, *s, v, external, expected, result, progress, threads);
+        } catch (const InputError& e) {
+          // Named as export names its case file, so that the case can be rerun alone.
+          throw InputError("case " + case_id + " (suite " + s->info.name + "): " + e.what());
         }
       }
     }
@@ -251,11 +259,13 @@ GateResult gate(const GateOptions& o) {
     result.notes.push_back("VACUOUS: no edge row catches " + names);
   }
   replay_fixtures(o, fixtures, threads, rep, result.notes);
+  if (external)
+    result.notes.push_back("implementation `" + *o.implementation + "`: run once per suite, no GPU checks");
   if (!gpu)
     result.notes.push_back("the GPU checks did not run (" + rep.gpu.substr(std::string("not run: ").size()) +
                            "): only the CPU parts were checked");
   if (rep.mismatches.total() > 0 && !g.shrink && g.shrink_note.empty())
-    g.shrink_note = "no GPU mismatch to shrink (the mismatches are the emulator's or the fixtures')";
+    g.shrink_note = "no implementation mismatch to shrink (the mismatches are the emulator's or the fixtures')";
   g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rep.exit_code = rep.mismatches.total() > 0 || !vacuity.uncaught.empty() ? kMismatch : gpu ? kSuccess : kNoDevice;
   return result;

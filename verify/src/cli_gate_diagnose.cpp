@@ -15,11 +15,10 @@ namespace {
 
 // Rows rerun per diagnosed run: their intermediates are [rows, 8192] each.
 constexpr std::size_t kDiagnosedRows = 32;
-constexpr int kShrinkPredicateCalls = 1000;
 
 }  // namespace
 
-void diagnose(const GateOptions& o, const BoundSuite& s, const GateVariant& v, report::MismatchLog& log,
+void diagnose(const GateGpuHook& hook, const BoundSuite& s, const GateVariant& v, report::MismatchLog& log,
               std::size_t first_listed, unsigned threads) {
   std::vector<report::Mismatch>& listed = log.kept_mutable();
   std::vector<std::int64_t> rows;
@@ -28,7 +27,7 @@ void diagnose(const GateOptions& o, const BoundSuite& s, const GateVariant& v, r
       rows.push_back(listed[i].row);
   const st::File sub = select_rows(s.suite.inputs, rows);
   const BoundTensors bound = bind_inputs(sub, s.constants, s.info.name + " (diagnosed rows)");
-  const std::optional<StageValues> actual = o.gpu_hook.run_with_intermediates(s.constants, bound, v);
+  const std::optional<StageValues> actual = hook.run_with_intermediates(s.constants, bound, v);
   if (!actual) return;  // no debug build of this implementation: the stage stays unknown
   const StageValues expected = emulate(s.constants, bound, threads, true);
   for (std::size_t i = first_listed; i < listed.size(); ++i) {
@@ -37,9 +36,9 @@ void diagnose(const GateOptions& o, const BoundSuite& s, const GateVariant& v, r
   }
 }
 
-std::optional<Shrunk> shrink_first(const GateOptions& o, const BoundSuite& s, const GateVariant& v,
+std::optional<Shrunk> shrink_first(const GateGpuHook& hook, const BoundSuite& s, const GateVariant& v,
                                    const report::Mismatch& first, const std::filesystem::path& output,
-                                   std::string* note) {
+                                   int max_calls, std::string* note) {
   const std::optional<std::string> stage =
       first.first_divergent_stage ? std::optional(first.first_divergent_stage->stage) : std::nullopt;
   // The implementation's outputs on a one-row candidate and whether it still fails that way.
@@ -47,10 +46,10 @@ std::optional<Shrunk> shrink_first(const GateOptions& o, const BoundSuite& s, co
     const st::File inputs = shrink::to_inputs(c);
     const BoundTensors bound = bind_inputs(inputs, c.constants, "shrink candidate");
     const StageValues expected = emulate(c.constants, bound, 1, stage.has_value());
-    const StageValues actual = o.gpu_hook.run(c.constants, bound, v);
+    const StageValues actual = hook.run(c.constants, bound, v);
     if (expected.at(first.tensor).bytes == actual.at(first.tensor).bytes) return false;
     if (!stage) return true;
-    const std::optional<StageValues> diagnosed = o.gpu_hook.run_with_intermediates(c.constants, bound, v);
+    const std::optional<StageValues> diagnosed = hook.run_with_intermediates(c.constants, bound, v);
     if (!diagnosed) return true;
     const auto d = first_divergence(expected, *diagnosed, 0);
     return d && d->stage == *stage;
@@ -61,15 +60,15 @@ std::optional<Shrunk> shrink_first(const GateOptions& o, const BoundSuite& s, co
             ") does not reproduce on its row alone: not shrunk";
     return std::nullopt;
   }
-  const shrink::Result r = shrink::shrink(failing, still_fails, kShrinkPredicateCalls);
+  const shrink::Result r = shrink::shrink(failing, still_fails, max_calls);
 
   Shrunk out;
   out.fixture = shrink::to_inputs(r.minimal);
   const BoundTensors bound = bind_inputs(out.fixture, r.minimal.constants, "shrunk case");
-  StageValues actual = o.gpu_hook.run(r.minimal.constants, bound, v);
+  StageValues actual = hook.run(r.minimal.constants, bound, v);
   out.fixture.tensors["out"] = std::move(actual.at("out"));
   if (v.store) out.fixture.tensors["new_stream"] = std::move(actual.at("new_stream"));
-  const std::optional<report::GpuInfo> gpu = o.gpu_hook.probe();
+  const std::optional<report::GpuInfo> gpu = hook.probe();
   auto& meta = out.fixture.metadata;
   meta["constants"] = constants_to_json(r.minimal.constants).dump();
   meta["kernel"] = "gate variant " + v.name + " (the failing implementation's outputs, shrunk)";

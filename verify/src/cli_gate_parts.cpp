@@ -182,6 +182,28 @@ std::vector<char> differing_rows(const st::Tensor& expected, const st::Tensor& a
   return differs;
 }
 
+std::size_t compare_run(const BoundSuite& s, const std::string& variant, const std::string& pair,
+                        const StageValues& expected, const StageValues& actual, bool store, report::Report& rep,
+                        const std::string& file) {
+  const std::size_t first = rep.mismatches.kept().size();
+  for (const std::string tensor : {"out", "new_stream"}) {
+    if (tensor == "new_stream" && !store) continue;
+    const auto a = actual.find(tensor);
+    if (a == actual.end()) throw std::logic_error(pair + ": no " + tensor + " returned");
+    const report::CompareContext where{s.info.name, pair, variant, file, tensor};
+    const report::TensorCount c =
+        report::compare_tensors(expected.at(tensor), a->second, variant, where, rep.mismatches);
+    rep.gate->runs.push_back({s.info.name, variant, pair, tensor, s.bound.m, c.compared, c.mismatches});
+    rep.elements_compared += c.compared;
+  }
+  for (std::size_t i = first; i < rep.mismatches.kept().size(); ++i) {
+    report::Mismatch& m = rep.mismatches.kept_mutable()[i];
+    m.seed = s.info.seed;
+    m.inputs = inputs_at(s.constants, s.bound, m.row, m.column);
+  }
+  return first;
+}
+
 std::string variant_metadata(const GateVariant& v, StreamDtype stream) {
   return std::string("stream=") + dtype_word(stream) + ",store_stream=" + (v.store ? "1" : "0") +
          ",late_gates=" + (v.late_gates ? "1" : "0") + ",pdl=" + (v.pdl ? "1" : "0") + ",layout=" + (v.cluster ? "cluster" : "cta") +

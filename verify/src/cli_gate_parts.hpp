@@ -63,6 +63,14 @@ std::optional<report::Divergence> first_divergence(const StageValues& expected, 
 // Rows (first dimension) in which two tensors of equal shape differ in any bit.
 std::vector<char> differing_rows(const st::Tensor& expected, const st::Tensor& actual);
 
+// Compares one implementation's outputs with the emulator's over a whole suite (new_stream when
+// store), counting into the gate section's runs; fills each new listed mismatch's seed and
+// inputs. `file`: the outputs file, where the outputs came from one. Returns the index of the
+// first listed mismatch it added.
+std::size_t compare_run(const BoundSuite& s, const std::string& variant, const std::string& pair,
+                        const StageValues& expected, const StageValues& actual, bool store, report::Report& rep,
+                        const std::string& file = "");
+
 // The fixtures' metadata spelling of a variant on a stream ("stream=f32,store_stream=1,...").
 std::string variant_metadata(const GateVariant& v, StreamDtype stream);
 
@@ -84,7 +92,7 @@ class Progress {
 
 // For mismatches listed by one (suite, variant) run: reruns their rows through the variant's
 // debug build and the emulator with intermediates and sets first_divergent_stage.
-void diagnose(const GateOptions& o, const BoundSuite& s, const GateVariant& v, report::MismatchLog& log,
+void diagnose(const GateGpuHook& hook, const BoundSuite& s, const GateVariant& v, report::MismatchLog& log,
               std::size_t first_listed, unsigned threads);
 
 // The first mismatch of a run reduced to a minimal row (shrink::shrink, predicate: the same tensor
@@ -93,8 +101,8 @@ struct Shrunk {
   report::ShrinkReport report;
   st::File fixture;
 };
-std::optional<Shrunk> shrink_first(const GateOptions& o, const BoundSuite& s, const GateVariant& v,
+std::optional<Shrunk> shrink_first(const GateGpuHook& hook, const BoundSuite& s, const GateVariant& v,
                                    const report::Mismatch& first, const std::filesystem::path& output,
-                                   std::string* note);
+                                   int max_calls, std::string* note);
 
 }  // namespace boundary::cli::gate_parts

@@ -52,6 +52,8 @@ std::string format_gate(const nlohmann::json& r) {
     o << " on " << r["environment"]["gpu"]["name"].get<std::string>() << " (sm "
       << r["environment"]["gpu"]["compute_capability"].get<std::string>() << ")";
   o << "\n";
+  if (g.contains("implementation") && g["implementation"].is_string())
+    o << "  implementation: " << g["implementation"].get<std::string>() << "\n";
   per_implementation(o, g);
   if (g["vacuity"].is_object()) {
     const auto& v = g["vacuity"];

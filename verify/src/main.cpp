@@ -1,12 +1,14 @@
 // boundary-verify: the toolkit's command line. Errors go to stderr with the exit codes of
 // boundary::cli::ExitCode; results to stdout.
 #include <boundary/cli.hpp>
+#include <boundary/cli_cases.hpp>
 #include <boundary/gate.hpp>
 #include <boundary/replay.hpp>
 #include <boundary/types.hpp>
 #include <boundary/version.hpp>
 #if BOUNDARY_WITH_GPU
 #include <boundary/capture.hpp>
+#include <boundary/cli_kernel.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #endif
 
@@ -34,9 +36,15 @@ int main(int argc, char** argv) {
   CLI::App* emulate_cmd = setup_emulate(app, emulate);
   ReplayOptions replay;
   CLI::App* replay_cmd = setup_replay(app, replay);
+  ExportOptions export_options;
+  CLI::App* export_cmd = setup_export(app, export_options);
+  CheckOptions check;
+  CLI::App* check_cmd = setup_check(app, check);
 #if BOUNDARY_WITH_GPU
   CaptureOptions capture;
   CLI::App* capture_cmd = setup_capture(app, capture);
+  KernelOptions kernel;
+  CLI::App* kernel_cmd = setup_kernel(app, kernel);
   replay.gpu_hook = make_gpu_replay_hook();
   gate.gpu_hook = self_test.gpu_hook = make_gate_gpu_hook();
 #endif
@@ -57,6 +65,16 @@ int main(int argc, char** argv) {
       std::cout << (json ? report.dump(2) + "\n" : format_replay(report));
       return rc;
     }
+    if (export_cmd->parsed()) {
+      const auto summary = run_export(export_options);
+      std::cout << (json ? summary.dump(2) + "\n" : format_export(summary));
+    }
+    if (check_cmd->parsed()) {
+      int rc = kSuccess;
+      const auto report = run_check(check, &rc);
+      std::cout << (json ? report.dump(2) + "\n" : format_gate(report));
+      return rc;
+    }
     if (self_test_cmd->parsed()) {
       int rc = kSuccess;
       const auto result = run_self_test(self_test, &rc);
@@ -70,11 +88,17 @@ int main(int argc, char** argv) {
       std::cout << (json ? result.dump(2) + "\n" : format_capture(result));
       return rc;
     }
+    if (kernel_cmd->parsed()) {
+      int rc = kSuccess;
+      const auto result = run_kernel(kernel, &rc);
+      std::cout << (json ? result.dump(2) + "\n" : format_kernel(result));
+      return rc;
+    }
 #endif
     if (app.get_subcommands().empty()) {
       if (gate.constants.empty()) {
         std::cerr << "boundary-verify: give --constants cfg.json (the gate) or a subcommand "
-                     "(emulate, replay, capture, self-test); see --help\n";
+                     "(emulate, replay, capture, self-test, export, check); see --help\n";
         return kUsageOrInput;
       }
       int rc = kSuccess;

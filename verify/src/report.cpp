@@ -241,7 +241,8 @@ nlohmann::json to_json(const GateReport& g) {
               {"predicate_calls", g.shrink->predicate_calls}, {"nontrivial_before", g.shrink->nontrivial_before},
               {"nontrivial_after", g.shrink->nontrivial_after}};
   return {{"constants_file", g.constants_file}, {"constants", g.constants}, {"seed", g.seed}, {"level", g.level},
-          {"fuzz_rows", g.fuzz_rows}, {"variants", g.variants}, {"suites", suites}, {"runs", runs},
+          {"fuzz_rows", g.fuzz_rows}, {"variants", g.variants},
+          {"implementation", optional_string(g.implementation)}, {"suites", suites}, {"runs", runs},
           {"vacuity", vacuity}, {"shrink", shrink}, {"shrink_note", g.shrink_note},
           {"emulator_rows", g.emulator_rows}, {"seconds", g.seconds}};
 }

@@ -39,6 +39,10 @@ BoundTensors bind_inputs(const safetensors::File& file, const Constants& constan
 
 safetensors::Dtype weight_tensor_dtype(WeightDtype);
 
+// The inverse of bind_inputs: the bound rows and operands copied into a file of input tensors
+// (branch or partials, stream, alpha, beta, the weights the constants give), no metadata.
+safetensors::File inputs_file(const Constants& constants, const BoundTensors& bound);
+
 inline const std::vector<std::string> kOutputNames = {
     "out", "new_stream", "post_row_sum", "r1", "y_b", "z", "pre_row_sum", "r2", "res"};
 

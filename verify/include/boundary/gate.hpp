@@ -25,8 +25,9 @@ namespace boundary::cli {
 // "f32-store-early-pdl") and the same with "-cluster" in its cluster layout.
 // all_reduce: the fused all-reduce boundary with the suite's branch as its one rank partial
 // (contract section 7: one rank passes P_0 unchanged, so it owes the same bits as the others).
+// external: the command of --implementation (external.hpp), the gate's only implementation then.
 struct GateVariant {
-  enum class Kind { eager, fused, graph, all_reduce };
+  enum class Kind { eager, fused, graph, all_reduce, external };
   std::string name;
   Kind kind = Kind::fused;
   std::optional<StreamDtype> stream;  // fused: the stream dtype it is compiled for; else any
@@ -75,9 +76,13 @@ struct GateOptions {
   std::optional<std::filesystem::path> report, junit, shrink_output;
   std::filesystem::path fixtures;  // committed fixtures, replayed when the GPU checks cannot run
   std::size_t max_mismatches = 100;
+  int shrink_calls = 1000;         // the most reruns of the failing implementation while shrinking; 0: none
   bool quiet = false;
   bool progress = false;           // force progress lines even when stderr is no terminal
   unsigned threads = 0;            // 0: every host core
+  // An implementation the toolkit did not build: a shell command with {inputs} and {output}, run
+  // once per case instead of the GPU implementations (external.hpp); the gate never exits 77 then.
+  std::optional<std::string> implementation;
   GateGpuHook gpu_hook;
 };
 

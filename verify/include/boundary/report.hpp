@@ -164,6 +164,7 @@ struct GateReport {
   int level = 1;
   std::int64_t fuzz_rows = 0;
   std::vector<std::string> variants;  // the GPU implementations asked for
+  std::optional<std::string> implementation;  // the external one: --implementation's command, check's outputs
   std::vector<SuiteInfo> suites;
   std::vector<RunCount> runs;
   std::optional<VacuityReport> vacuity;
