@@ -90,15 +90,21 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
   *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
 }
 
-template <bool kOneRank, class Intermediates>
-auto cluster_kernel_for(const Variant& v) {
+// The instantiation for a variant's stream dtype and storage: pick(bool_constant<kStreamF32>,
+// bool_constant<kStore>).
+template <class Pick>
+auto for_variant(const Variant& v, Pick pick) {
   using T = std::true_type;
   using F = std::false_type;
-  const auto pick = [](auto f32, auto store) {
-    return cluster_boundary_kernel<decltype(f32)::value, decltype(store)::value, kOneRank, Intermediates>;
-  };
   if (v.stream == StreamDtype::f32) return v.store_stream ? pick(T{}, T{}) : pick(T{}, F{});
   return v.store_stream ? pick(F{}, T{}) : pick(F{}, F{});
+}
+
+template <bool kOneRank, class Intermediates>
+auto cluster_kernel_for(const Variant& v) {
+  return for_variant(v, [](auto f32, auto store) {
+    return cluster_boundary_kernel<decltype(f32)::value, decltype(store)::value, kOneRank, Intermediates>;
+  });
 }
 
 // m rows of a (R = a.ranks partials; 1 with kOneRank), one cluster each, with v's gates and PDL.

@@ -123,16 +123,6 @@ __global__ void __launch_bounds__(kThreads) draft_boundary_debug_kernel(const Bo
   boundary_row<kStreamF32, kStore>(p, d, post_sums, pre_sums);
 }
 
-// The instantiation for a variant's stream dtype and storage: pick(bool_constant<kStreamF32>,
-// bool_constant<kStore>).
-template <class Pick>
-auto for_variant(const Variant& v, Pick pick) {
-  using T = std::true_type;
-  using F = std::false_type;
-  if (v.stream == StreamDtype::f32) return v.store_stream ? pick(T{}, T{}) : pick(T{}, F{});
-  return v.store_stream ? pick(F{}, T{}) : pick(F{}, F{});
-}
-
 // The production (kDebug false) or debug kernel of a variant. A template, so that a build
 // instantiates only the kernels it launches.
 template <bool kDebug>
