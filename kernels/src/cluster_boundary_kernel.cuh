@@ -76,9 +76,9 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
     if (d.y_b) *reinterpret_cast<uint4*>(d.y_b + at) = pack_bf16x8(x[0]);
   }
   connect_fragments(g, x, s);
-  if constexpr (kStore) store_f32x8(p.new_stream + at, s[0]);
+  if constexpr (kStore) store_warp_f32x8(p.new_stream + at, s[0]);
   if constexpr (kDebug) {
-    if (d.res) store_f32x8(d.res + at, s[0]);
+    if (d.res) store_warp_f32x8(d.res + at, s[0]);
     if (d.z) *reinterpret_cast<uint4*>(d.z + at) = pack_bf16x8(x[0]);
   }
   const RowNorm pre = norm_fragments(p.pre, gamma_in_registers(g.pre_gamma), x,

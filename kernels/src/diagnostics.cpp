@@ -75,8 +75,7 @@ DiagnosticBoundary::Launch DiagnosticBoundary::unchecked(const TensorView& branc
   const std::int64_t m = branch.shape[0];
   Launch l{params(constants_, operands_, branch, stream, outputs),
            variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr), m};
-  cuda_check(detail::cta_rows_resident(l.variant, sm_count_, &l.params.prefetch_distance),
-             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  l.params.ctas = sm_count_;
   return l;
 }
 

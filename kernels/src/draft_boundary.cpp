@@ -109,7 +109,7 @@ void DraftBoundary::launch(const TensorView& branch, const TensorView& stream, c
   const std::int64_t m = branch.shape[0];
   const Variant v = variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr);
   detail::BoundaryParams p = params(constants_, operands_, branch, stream, outputs);
-  cuda_check(detail::cta_rows_resident(v, sm_count_, &p.prefetch_distance), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  p.ctas = sm_count_;
   cuda_check(detail::launch_draft_boundary(p, m, v, cuda_stream),
              "launching the DraftBoundary kernel");
 }

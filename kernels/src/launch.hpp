@@ -20,15 +20,13 @@ struct BoundaryParams {
   const float* beta;
   dev::NormArgs post, pre;
   bool late_gates;
-  int prefetch_distance;  // rows ahead to prefetch into L2 (cta layout): the CTAs resident at once
+  std::int64_t rows;  // m (set by the launcher)
+  int ctas;           // the cta layout's persistent grid: one CTA per SM, so the device's SM count
 };
 
-// Fused DraftBoundary: one CTA of 256 threads per row, m rows.
+// Fused DraftBoundary, m rows in v's layout.
 cudaError_t launch_draft_boundary(const BoundaryParams& p, std::int64_t m, const Variant& v, cudaStream_t s);
 cudaError_t prepare_draft_boundary(const Variant& v);
-// Rows of the cta layout resident at once on the current device (its SM count times the CTAs of
-// v's kernel an SM holds): the distance of its L2 prefetch. Cached per device and kernel.
-cudaError_t cta_rows_resident(const Variant& v, int sm_count, int* rows);
 
 // The eager chain's kernels.
 cudaError_t launch_norm(const std::uint16_t* in, std::uint16_t* out, const dev::NormArgs& n, std::int64_t m,

@@ -118,11 +118,6 @@ __device__ __forceinline__ float connection(float alpha, float s, float beta, fl
   else return add_rn(mul_rn(alpha, s), mul_rn(beta, y_b));
 }
 
-// Starts an asynchronous copy of [p, p + bytes) from HBM into L2 (bytes: a multiple of 16).
-__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
 // Programmatic dependent launch: wait for the previous grid's results, then let the next grid
 // start its prologue.
 __device__ __forceinline__ void pdl_wait() {

@@ -17,10 +17,25 @@ __device__ __forceinline__ void load_f32x8(const float* p, float (&v)[kVec]) {
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
-__device__ __forceinline__ void store_f32x8(float* p, const float (&v)[kVec]) {
-  float4* d = reinterpret_cast<float4*>(p);
-  d[0] = make_float4(v[0], v[1], v[2], v[3]);
-  d[1] = make_float4(v[4], v[5], v[6], v[7]);
+// Stores 8 FP32 values from each lane of a warp whose lane l holds the 8 at p = base + 8 l: lanes
+// 2q and 2q + 1 swap halves, so that each of the two store instructions writes whole 32-byte
+// sectors (16 of them) instead of half of each of 32. Half sectors cost the L2 twice the write requests, which
+// was what bounded the fused kernels at large m. Every lane of the warp must call it.
+__device__ __forceinline__ void store_warp_f32x8(float* p, const float (&v)[kVec]) {
+  const bool odd = threadIdx.x & 1u;
+  float mine[4], theirs[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    // Even lanes keep v[0..3] and send v[4..7]; odd lanes the other way round.
+    mine[j] = odd ? v[4 + j] : v[j];
+    theirs[j] = __shfl_xor_sync(0xFFFFFFFFu, odd ? v[j] : v[4 + j], 1);
+  }
+  // Lane 2q: columns 16 q + 0..3 (its own) and 16 q + 8..11 (its partner's first half); lane
+  // 2q + 1: 16 q + 4..7 (its partner's second half) and 16 q + 12..15 (its own).
+  float4* first = reinterpret_cast<float4*>(odd ? p - 4 : p);
+  float4* second = reinterpret_cast<float4*>(odd ? p + 4 : p + 8);
+  *first = odd ? make_float4(theirs[0], theirs[1], theirs[2], theirs[3]) : make_float4(mine[0], mine[1], mine[2], mine[3]);
+  *second = odd ? make_float4(mine[0], mine[1], mine[2], mine[3]) : make_float4(theirs[0], theirs[1], theirs[2], theirs[3]);
 }
 
 // 16 bytes of a row (branch, stream) that this kernel reads once: not kept in L1, which the gates
@@ -126,17 +141,5 @@ __device__ __forceinline__ void connect_fragments(const Gates<kF>& g, float (&y)
 #pragma unroll
   for (int k = 0; k < kF; ++k) connect_fragment(g.alpha[k], g.beta[k], y[k], s[k]);
 }
-
-// Brings the gates and weights of the 8 columns at c into this SM's L1 (no registers): what the
-// early-gates variant of a kernel that loads them at the point of use reads before the PDL wait.
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
-__device__ __forceinline__ void prefetch_gates_l1(const float* alpha, const float* beta, const NormArgs& post,
-                                                  const NormArgs& pre, int c) {
-  prefetch_l1(alpha + c);
-  prefetch_l1(beta + c);
-  if (has_weight(post)) prefetch_l1(static_cast<const char*>(post.weight) + c * (post.kind == WeightKind::fp32 ? 4 : 2));
-  if (has_weight(pre)) prefetch_l1(static_cast<const char*>(pre.weight) + c * (pre.kind == WeightKind::fp32 ? 4 : 2));
-}
-
 
 }  // namespace boundary::dev

@@ -4,16 +4,20 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+
 namespace boundary::dev {
 
 // With pdl, the kernel may start while the previous kernel in the stream still runs (until its
 // griddepcontrol.wait). cudaLaunchKernelEx returns this launch's own error, never one left over
-// from an earlier call.
+// from an earlier call. shared_bytes: the dynamic shared memory of each CTA.
 template <class... Params, class... Args>
-cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, bool pdl, cudaStream_t stream, Args... args) {
+cudaError_t launch_pdl_shared(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes, bool pdl,
+                              cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   cudaLaunchAttribute attribute[1]{};
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -21,6 +25,11 @@ cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, bool pd
   config.attrs = attribute;
   config.numAttrs = pdl ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+template <class... Params, class... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, bool pdl, cudaStream_t stream, Args... args) {
+  return launch_pdl_shared(kernel, grid, block, 0, pdl, stream, args...);
 }
 
 }  // namespace boundary::dev

@@ -70,6 +70,37 @@ __device__ __forceinline__ float cta_row_sum(float thread_total, float* scratch)
   return warp_totals_sum(scratch);
 }
 
+// CTA layer with one fragment a thread: kRowThreads = 1024 threads on a row, thread 256 k + t
+// holding fragment k of reference thread t (so thread i owns columns 8 i .. 8 i + 7). The chunk
+// pairs meet in shared memory; threads 0 .. 255 (the reference CTA: warps 0 .. 7) add reference
+// thread t's four in fragment order, run the warp layer, and the warp totals are added in warp
+// order by every thread. Two barriers, none at entry: one scratch serves every row sum of a CTA,
+// since a thread writes the next sum's chunk pairs only after the second barrier of this one,
+// which every read of this sum's chunk pairs precedes, and the next sum's warp totals only after
+// its first barrier, which every read of this sum's totals precedes.
+inline constexpr int kRowThreads = kFragments * kThreads;
+
+struct FragmentSumScratch {
+  float chunk_pairs[kRowThreads];
+  float warp_totals[kWarps];
+};
+
+__device__ __forceinline__ float cta_fragment_row_sum(float chunk_pair, FragmentSumScratch& scratch) {
+  const unsigned i = threadIdx.x;
+  scratch.chunk_pairs[i] = chunk_pair;
+  __syncthreads();
+  if (i < kThreads) {
+    // thread_sum of reference thread i: its fragments in order.
+    float s = scratch.chunk_pairs[i];
+#pragma unroll
+    for (int k = 1; k < kFragments; ++k) s = add_rn(s, scratch.chunk_pairs[k * kThreads + i]);
+    s = warp_butterfly_sum(s);
+    if ((i & 31) == 0) scratch.warp_totals[i >> 5] = s;
+  }
+  __syncthreads();
+  return warp_totals_sum(scratch.warp_totals);
+}
+
 // rsqrt(fma(S, 2^-13, eps)).
 __device__ __forceinline__ float norm_factor(float row_sum, float eps) {
   if constexpr (kMutant == Mutant::rsqrt_recip_sqrt) return __frcp_rn(__fsqrt_rn(fma_rn(row_sum, 0x1p-13f, eps)));

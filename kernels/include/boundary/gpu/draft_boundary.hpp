@@ -52,11 +52,11 @@ struct Outputs {
 
 // How the fused DraftBoundary lays rows out on the GPU; the bits never depend on it (contract
 // section 8), only the time does.
-// - cta: one CTA of 256 threads per row, four 8-column fragments a thread (the contract's
-//   reference layout), m CTAs.
-// - cluster: rows strided over a persistent grid of clusters of 8 CTAs of 128 threads, one
-//   fragment a thread (the all-reduce boundary's layout): min(m, clusters resident at once)
-//   clusters, each CTA loading its gates and weights once and its next rows while it reduces.
+// - cta: a persistent grid of one CTA of 1024 threads per SM (min(m, SM count) CTAs), one 8-column
+//   fragment a thread, rows strided over the CTAs; each CTA loads its gates and weights once and
+//   streams its rows through a ring of shared-memory stages filled by bulk copies.
+// - cluster: one row per cluster of 8 CTAs of 128 threads, one fragment a thread (the all-reduce
+//   boundary's layout): m clusters; spreading a row over 8 SMs cuts the latency of small m.
 enum class Layout : std::uint8_t { cta, cluster };
 const char* layout_name(Layout);
 

@@ -1,0 +1,54 @@
+// Asynchronous bulk copies from global into shared memory (the Hopper copy engine behind
+// cp.async.bulk) and the shared-memory barriers that say when one has landed: what lets a CTA
+// keep several rows in flight without a register for any of their bytes. One PTX instruction a
+// function. Shared-memory operands are taken as generic pointers into this CTA's shared memory.
+#pragma once
+
+#include <cstdint>
+
+namespace boundary::dev {
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// A barrier that completes a phase when `arrivals` threads have arrived and every byte announced
+// by expect_bytes has landed.
+__device__ __forceinline__ void barrier_init(std::uint64_t* bar, std::uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals) : "memory");
+}
+
+// Makes this thread's shared-memory writes (barrier initialisations included) visible to the
+// copy engine, which is another proxy: before its first copy into a barrier, and before a copy
+// into memory this CTA has used.
+__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// This thread's arrival, announcing `bytes` more that copies will land in the current phase.
+__device__ __forceinline__ void barrier_arrive_expect_bytes(std::uint64_t* bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+}
+
+// Waits until the barrier's phase of the given parity (0 for its first phase, then 1, 0, ...)
+// has completed; the landed bytes are then visible to this thread.
+__device__ __forceinline__ void barrier_wait(std::uint64_t* bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "wait:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra wait;\n\t}" ::"r"(shared_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// Copies [src, src + bytes) into this CTA's shared memory at dst (both 16-byte aligned, bytes a
+// multiple of 16); its bytes count towards bar's current phase.
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, std::uint32_t bytes,
+                                                    std::uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   shared_address(dst)),
+               "l"(src), "r"(bytes), "r"(shared_address(bar))
+               : "memory");
+}
+
+}  // namespace boundary::dev
