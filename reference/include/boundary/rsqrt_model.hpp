@@ -67,3 +67,17 @@ BOUNDARY_HD inline std::uint32_t rsqrt_approx_ftz_bits(std::uint32_t x, Lookup l
 }
 
 }  // namespace boundary::rsqrt_model
+
+namespace boundary::ref {
+
+// rsqrt.approx.ftz.f32 without the captured table (issue 15): the same rules as above around a
+// quadratic interpolator for f in [1, 4) (reference/src/rsqrt_interpolated.cpp), 128 segments
+// indexed by the exponent's parity and the top 6 mantissa bits, dx = the low 17 mantissa bits:
+//   y = floor((c0 * 2^14 - c1 * dx - 1 + 4 * c2 * sq(dx)) / 2^16),  result = y * 2^-24,
+// c0 26 bits, c1 16, c2 10 (832 bytes packed), sq(dx) = dx^2 from a squarer array with the
+// columns below 2^19 dropped, divided by 2^19; f = 1 gives 1 exactly. Equal to the capture (and
+// so to rsqrt_approx_ftz_f32) on all 2^24 inputs of [1, 4), hence, by the rules, on all 2^32.
+// Host only; the emulator keeps using the captured table.
+float rsqrt_interpolated(float x);
+
+}  // namespace boundary::ref
