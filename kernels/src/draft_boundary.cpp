@@ -70,9 +70,9 @@ Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store
   return Variant{stream, store_stream, m > sm_count_, pdl, layout_for(m)};
 }
 
-// From boundary_gpu_bench on the H200 (2026-12-03): the cluster layout is faster up to m = 32
-// (2.42 / 2.52 / 3.50 us at m = 1 / 8 / 32 against the cta layout's 5.29 / 5.46 / 5.64), the cta
-// layout from m = 132 (7.69 against 8.94 us).
+// From boundary_gpu_bench on the H200 (2026-12-03, F32 stream stored): the cluster layout is
+// faster up to m = 32 (2.34 / 2.47 / 3.49 us at m = 1 / 8 / 32 against the cta layout's 3.63 /
+// 3.69 / 3.82), the cta layout from m = 132 (5.27 against 8.68 us).
 Layout BoundaryBase::layout_for(std::int64_t m) const { return m <= 32 ? Layout::cluster : Layout::cta; }
 
 void DraftBoundary::prepare(const Variant& variant, cudaStream_t stream) {

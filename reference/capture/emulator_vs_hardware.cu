@@ -1,5 +1,6 @@
 // The emulator against the GPU it runs on, bit for bit:
-//   rsqrt.approx.ftz.f32, cvt.rn.bf16.f32, cvt.rn.f16.f32   all 2^32 inputs
+//   rsqrt.approx.ftz.f32 (the emulator, and the table-free model rsqrt_interpolated),
+//   cvt.rn.bf16.f32, cvt.rn.f16.f32                           all 2^32 inputs
 //   cvt.f32.f16                                               all 2^16 inputs
 //   mul.rn, add.rn, fma.rn (FP32)                             every combination of special
 //                                                             values, and 2^26 random triples
@@ -7,6 +8,7 @@
 // operation and exits 0 only when every result is equal, 1 otherwise, 2 on CUDA errors.
 #include <boundary/device/primitives.cuh>
 #include <boundary/reference.hpp>
+#include <boundary/rsqrt_model.hpp>
 
 #include "cuda_ok.hpp"
 
@@ -211,6 +213,9 @@ int main() {
   unsigned long long bad = 0;
   bad += exhaustive_unary<std::uint32_t>("rsqrt_approx_ftz_f32", kRsqrt,
                                          [](float x) { return boundary::ref::rsqrt_approx_ftz_f32(x); });
+  // The table-free model of the same instruction, against the hardware itself.
+  bad += exhaustive_unary<std::uint32_t>("rsqrt_interpolated", kRsqrt,
+                                         [](float x) { return boundary::ref::rsqrt_interpolated(x); });
   bad += exhaustive_unary<std::uint16_t>("f32_to_bf16_rn", kToBf16,
                                          [](float x) { return boundary::ref::f32_to_bf16_rn(x); });
   bad += exhaustive_unary<std::uint16_t>("f32_to_f16_rn", kToF16,

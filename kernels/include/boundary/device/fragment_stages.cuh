@@ -38,8 +38,7 @@ __device__ __forceinline__ void store_warp_f32x8(float* p, const float (&v)[kVec
   *second = odd ? make_float4(mine[0], mine[1], mine[2], mine[3]) : make_float4(theirs[0], theirs[1], theirs[2], theirs[3]);
 }
 
-// 16 bytes of a row (branch, stream) that this kernel reads once: not kept in L1, which the gates
-// and weights, read by every row, have to themselves.
+// 16 bytes of a row (branch, stream, a partial) that a kernel reads once: not kept in L1.
 __device__ __forceinline__ uint4 load_row_16(const void* p) {
   uint4 v;
   asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
