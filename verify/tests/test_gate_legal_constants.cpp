@@ -29,15 +29,17 @@ namespace {
 
 const fs::path kSchema = BOUNDARY_SOURCE_DIR "/verify/report-schema.json";
 // The sanitizer build runs everything about 10 times slower: it takes every fourth constants set
-// of the sweep and the first gate run.
+// of the sweep and the first gate run, and the order rows' sets of seed 1 only, every other one.
 #ifdef BOUNDARY_SANITIZED
 constexpr std::size_t kSweepStride = 4;
 constexpr std::size_t kGateRuns = 1;
 constexpr std::uint64_t kOrderSeeds[] = {1};
+constexpr std::size_t kOrderSetStride = 2;
 #else
 constexpr std::size_t kSweepStride = 1;
 constexpr std::size_t kGateRuns = 2;
 constexpr std::uint64_t kOrderSeeds[] = {1, 2, 3};
+constexpr std::size_t kOrderSetStride = 1;
 #endif
 
 // One norm of the space: no weight, or a weight of `dtype` with gain centre `centre`.
@@ -152,7 +154,7 @@ TEST_CASE("gate_vacuous_warp_order_without_rounded_gains: the order bugs are cau
       Constants{norm({WeightDtype::bf16, 0.0, true}, false, 0.0), norm({WeightDtype::fp16, 0.0, true}, true, 1e-5)},
   };
   for (const std::uint64_t seed : kOrderSeeds)
-    for (std::size_t i = 0; i < sets.size(); ++i) {
+    for (std::size_t i = 0; i < sets.size(); i += kOrderSetStride) {
       const Constants& c = sets[i];
       CAPTURE(seed);
       CAPTURE(constants_to_json(c).dump());
