@@ -11,11 +11,23 @@ seconds=${1:-30}
 cmake -S verify/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ > /dev/null
 cmake --build build-fuzz -j "$(nproc)"
 ctest --test-dir build-fuzz --output-on-failure
+# fuzz_fixture's seeds: each fixture padded (see fuzz_fixture.cpp), "BVPAD", the length of its
+# tensor data (4 bytes, little-endian) and its 8-byte header length and header, 1 to 2 KB in all.
+padded=build-fuzz/seeds-fixture
+mkdir -p "$padded"
+for f in fixtures/boundary/*.safetensors; do
+  n=$(od -An -t u8 -N 8 "$f" | tr -d ' ')
+  pad=$(( $(stat -c %s "$f") - 8 - n ))
+  { printf 'BVPAD'
+    printf "$(printf '\\x%02x' $((pad & 255)) $((pad >> 8 & 255)) $((pad >> 16 & 255)) $((pad >> 24 & 255)))"
+    head -c $((8 + n)) "$f"; } > "$padded/$(basename "$f")"
+done
 for harness in safetensors constants fixture; do
   # Fixtures are 180 KB to 2.3 MB: 300,000 bytes keep the smaller whole (binding needs [m, 8192]
-  # tensors); a valid constants file is under 1 KB.
+  # tensors); a valid constants file is under 1 KB; a padded fixture under 3 KB.
   seeds=fixtures/boundary max_len=300000
   [ "$harness" = constants ] && seeds=fixtures/constants max_len=4096
+  [ "$harness" = fixture ] && seeds=$padded max_len=16384
   # The first directory collects what the fuzzer finds (kept between runs on this machine); the
   # seeds and regressions are only read.
   corpus=build-fuzz/corpus-$harness

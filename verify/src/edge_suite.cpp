@@ -3,6 +3,8 @@
 // in the stream) ask the emulator for them while the row is built.
 #include <boundary/edge_suite.hpp>
 
+#include "order_rows.hpp"
+
 #include <boundary/boundary_tensors.hpp>
 #include <boundary/edge_rows.hpp>
 #include <boundary/primitives.hpp>
@@ -83,6 +85,11 @@ void place_edge_operands(const Constants& constants, st::File& f) {
   for (const auto& [norm, name] : {std::pair{&constants.post, "post_weight"}, std::pair{&constants.pre, "pre_weight"}}) {
     if (!norm->has_weight()) continue;
     st::Tensor& w = f.tensors.at(name);
+    if (norm->input_scale) {  // the order rows' elements stay exact where gamma is 1 (order_rows.hpp)
+      const std::uint32_t bits = order::unit_weight_bits(*norm);
+      for (const int c : order::unit_gain_columns())
+        std::memcpy(&w.bytes[static_cast<std::size_t>(c) * st::dtype_size(w.dtype)], &bits, st::dtype_size(w.dtype));
+    }
     for (std::size_t j = 0; j < weights.size(); ++j) {
       const std::uint32_t bits = weight_edge_bits(norm->weight_dtype, static_cast<int>(j));
       const std::size_t size = st::dtype_size(w.dtype);
@@ -392,23 +399,6 @@ Layout thread_chain_layout(int k, int i) {  // 2^12 at fragment k element i of o
   return l;
 }
 
-// The stream element whose z = bf16(alpha * s) is `target` (branch zero, so y_b = 0): the BF16
-// value nearest target / alpha, or a neighbour that hits target exactly.
-float stream_for_z(float alpha, float target) {
-  const std::uint16_t guess = f32_to_bf16_rn(static_cast<float>(static_cast<double>(target) / static_cast<double>(alpha)));
-  for (int d : {0, 1, -1, 2, -2, 3, -3}) {
-    const float s = bf16_to_f32(static_cast<std::uint16_t>(guess + d));
-    if (f32_to_bf16_rn(mul_rn(alpha, s)) == f32_to_bf16_rn(target)) return s;
-  }
-  return bf16_to_f32(guess);
-}
-
-// Where a layout element of the stream goes: z = bf16(alpha * s) must be the target exactly.
-bool z_exact(const Context& ctx, int c, float target) {
-  const float a = ctx.alpha[c];
-  return a != 0.0f && std::isfinite(a) && f32_to_bf16_rn(mul_rn(a, stream_for_z(a, target))) == f32_to_bf16_rn(target);
-}
-
 // The n-th column of c's thread (the same place in the summation order), from c on, where the
 // element's square stays exact: its gamma is exactly 1 under an input-scale weight (x' = gamma * x),
 // and in the stream z hits the target.
@@ -420,7 +410,7 @@ int exact_column(const Context& ctx, bool stream, int c, int n, float target) {
   const int first = (c / 2048) * kVec + c % kVec;
   for (int j = 0; j < kFragments * kVec; ++j) {
     const int at = ref::column(t, (first + j) / kVec % kFragments, (first + j) % kVec);
-    if ((!scaled || gamma[at] == 1.0f) && (!stream || z_exact(ctx, at, target)) && n-- == 0) return at;
+    if ((!scaled || gamma[at] == 1.0f) && (!stream || order::z_exact(ctx.alpha[at], target)) && n-- == 0) return at;
   }
   return c;
 }
@@ -448,7 +438,7 @@ Edit fprev(Layout layout, bool extra, bool stream) {
     const auto put = [&](int c, int n, std::uint16_t v) {
       const int at = exact_column(ctx, stream, c, n, bf16_to_f32(v));
       in_layout[at] = true;
-      if (stream) r.set_stream(at, stream_for_z(ctx.alpha[at], bf16_to_f32(v)));
+      if (stream) r.set_stream(at, order::stream_for_z(ctx.alpha[at], bf16_to_f32(v)));
       else r.branch[at] = v;
     };
     const auto place = [&] {
@@ -537,6 +527,17 @@ void add_realistic(std::vector<Planned>& plan, int level) {
   }
 }
 
+// The order rows (order_rows.hpp), on the gate edge column whose beta is 0 and alpha 1.
+void add_order(std::vector<Planned>& plan) {
+  const auto* edge = std::find_if(std::begin(kGateEdges), std::end(kGateEdges),
+                                  [](const GatePair& g) { return g.alpha == 0x3F800000u && g.beta == 0u; });
+  const int beta_zero_column = gate_edge_columns().at(static_cast<std::size_t>(edge - std::begin(kGateEdges)));
+  for (order::Family& f : order::families(beta_zero_column))
+    plan.push_back({std::move(f.name), [edit = std::move(f.edit)](const RowEdit& r, const Context& ctx) {
+                      edit(r, {ctx.constants, ctx.boundary.post_gamma(), ctx.boundary.pre_gamma(), ctx.alpha, ctx.beta});
+                    }});
+}
+
 std::vector<Planned> edge_plan(int level) {
   std::vector<Planned> plan;
   for (const EdgePattern& p : edge_patterns())
@@ -547,6 +548,7 @@ std::vector<Planned> edge_plan(int level) {
   add_sums_of_squares(plan);
   add_fprev(plan, level);
   add_ties(plan, level);
+  add_order(plan);
   return plan;
 }
 

@@ -27,7 +27,8 @@ struct Suite {
 // Level 1: the default edge suite (a few hundred rows); level 2: larger (every exponent x
 // significand pair of the sweeps, more rows per family). Gates and weights are shared by all rows,
 // so their edge values live in fixed columns (gate_edge_columns(), weight_edge_columns()) of the
-// suite's alpha, beta and weights; every other column keeps its realistic value. Only finite
+// suite's alpha, beta and weights, and a weight whose gamma is 1 in the order rows' columns under
+// input scale (order_rows.hpp); every other column keeps its realistic value. Only finite
 // values go there: a NaN or infinite gate would make every row of the suite NaN (see
 // make_operand_special_suite for those). The same seed gives the same bytes.
 Suite make_edge_suite(const Constants& constants, int level, std::uint64_t seed, StreamDtype stream_dtype);
