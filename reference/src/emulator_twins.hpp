@@ -1,15 +1,15 @@
 // The entry point of each planted-bug build of the emulator: run_twin<m> is defined by
 // emulator_twin.cpp compiled with BOUNDARY_MUTANT = m (reference/CMakeLists.txt), and called by
-// run_emulator. The list names every mutant with an emulator twin; mutant_emulators.cpp checks
-// it against has_emulator_twin, and the linker finds any build that CMake left out.
+// run_emulator, for each `twin` row of <boundary/mutants.def>.
 #pragma once
 
 #include <boundary/mutant.hpp>
 #include <boundary/reference.hpp>
 
-#define BOUNDARY_EMULATOR_TWINS(X)                                                             \
-  X(warp_order) X(cross_warp_order) X(connection_fma) X(y_b_unrounded) X(z_unrounded)          \
-  X(rsqrt_recip_sqrt) X(ftz_products) X(gain_unrounded) X(r1_ulp_off)
+// BOUNDARY_IF_TWIN(where, code): code for a `twin` row of the list, nothing for a `gpu` row.
+#define BOUNDARY_IF_TWIN(where, ...) BOUNDARY_IF_TWIN_##where(__VA_ARGS__)
+#define BOUNDARY_IF_TWIN_twin(...) __VA_ARGS__
+#define BOUNDARY_IF_TWIN_gpu(...)
 
 namespace boundary::mutants::detail {
 
@@ -21,7 +21,9 @@ void run_twin(const Constants& constants, const ref::Operands& operands, const r
   template <>                                                                                    \
   void run_twin<Mutant::name>(const Constants&, const ref::Operands&, const ref::Inputs&,        \
                               const ref::Outputs&, unsigned);
-BOUNDARY_EMULATOR_TWINS(BOUNDARY_DECLARE_TWIN)
+#define BOUNDARY_MUTANT_ROW(name, where, what) BOUNDARY_IF_TWIN(where, BOUNDARY_DECLARE_TWIN(name))
+#include <boundary/mutants.def>
+#undef BOUNDARY_MUTANT_ROW
 #undef BOUNDARY_DECLARE_TWIN
 
 }  // namespace boundary::mutants::detail

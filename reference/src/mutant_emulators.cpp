@@ -8,16 +8,6 @@
 
 namespace boundary::mutants {
 
-namespace {
-
-// The list of emulator_twins.hpp is exactly the mutants with an emulator twin.
-#define BOUNDARY_COUNT_TWIN(name) +(has_emulator_twin(Mutant::name) ? 1 : 1000)
-static_assert(0 BOUNDARY_EMULATOR_TWINS(BOUNDARY_COUNT_TWIN) == kEmulatorTwins.size(),
-              "BOUNDARY_EMULATOR_TWINS must list every mutant with an emulator twin, and only those");
-#undef BOUNDARY_COUNT_TWIN
-
-}  // namespace
-
 void run_emulator(Mutant m, const Constants& constants, const ref::Operands& operands,
                   const ref::Inputs& inputs, const ref::Outputs& outputs, unsigned threads) {
   switch (m) {
@@ -27,7 +17,9 @@ void run_emulator(Mutant m, const Constants& constants, const ref::Operands& ope
 #define BOUNDARY_RUN_TWIN(name) \
   case Mutant::name:            \
     return detail::run_twin<Mutant::name>(constants, operands, inputs, outputs, threads);
-      BOUNDARY_EMULATOR_TWINS(BOUNDARY_RUN_TWIN)
+#define BOUNDARY_MUTANT_ROW(name, where, what) BOUNDARY_IF_TWIN(where, BOUNDARY_RUN_TWIN(name))
+#include <boundary/mutants.def>
+#undef BOUNDARY_MUTANT_ROW
 #undef BOUNDARY_RUN_TWIN
     default:
       break;

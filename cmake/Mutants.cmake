@@ -1,0 +1,26 @@
+# The planted bugs' one list, reference/include/boundary/mutants.def, read for the builds that
+# need one target per mutant: BOUNDARY_MUTANTS, "name=value" of every row in value order (from 1),
+# and BOUNDARY_EMULATOR_TWINS, the same for the rows whose emulator has a twin. Editing the list
+# re-runs the configuration.
+function(boundary_read_mutants def)
+  file(STRINGS "${def}" rows REGEX "^BOUNDARY_MUTANT_ROW")
+  set(mutants "")
+  set(twins "")
+  set(value 0)
+  foreach(row IN LISTS rows)
+    if(NOT row MATCHES "^BOUNDARY_MUTANT_ROW\\(([a-z0-9_]+), (twin|gpu), \"[^\"]*\"\\)$")
+      message(FATAL_ERROR "${def}: '${row}' is not BOUNDARY_MUTANT_ROW(name, twin|gpu, \"what\")")
+    endif()
+    math(EXPR value "${value} + 1")
+    list(APPEND mutants "${CMAKE_MATCH_1}=${value}")
+    if(CMAKE_MATCH_2 STREQUAL "twin")
+      list(APPEND twins "${CMAKE_MATCH_1}=${value}")
+    endif()
+  endforeach()
+  if(value EQUAL 0)
+    message(FATAL_ERROR "${def}: no BOUNDARY_MUTANT_ROW")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${def}")
+  set(BOUNDARY_MUTANTS "${mutants}" PARENT_SCOPE)
+  set(BOUNDARY_EMULATOR_TWINS "${twins}" PARENT_SCOPE)
+endfunction()
