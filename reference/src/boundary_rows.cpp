@@ -13,7 +13,8 @@
 #include <string>
 #include <thread>
 
-namespace boundary::ref::inline BOUNDARY_REF_ABI {
+namespace boundary::ref {
+inline namespace BOUNDARY_REF_ABI {
 
 namespace {
 
@@ -158,4 +159,5 @@ BOUNDARY_SIMD_CLONES void Boundary::run_rows(const Inputs& in, const Outputs& ou
   }
 }
 
-}  // namespace boundary::ref::inline BOUNDARY_REF_ABI
+}  // inline namespace BOUNDARY_REF_ABI
+}  // namespace boundary::ref

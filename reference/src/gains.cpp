@@ -1,7 +1,8 @@
 #include <boundary/mutant.hpp>
 #include <boundary/reference.hpp>
 
-namespace boundary::ref::inline BOUNDARY_REF_ABI {
+namespace boundary::ref {
+inline namespace BOUNDARY_REF_ABI {
 
 // Whether gamma is rounded to the weight's dtype (the gain_unrounded mutant keeps the FP32 sum).
 constexpr bool kRoundGain = kMutant != Mutant::gain_unrounded;
@@ -36,4 +37,5 @@ std::vector<float> gamma(const NormConstants& norm, const void* weight) {
   return out;
 }
 
-}  // namespace boundary::ref::inline BOUNDARY_REF_ABI
+}  // inline namespace BOUNDARY_REF_ABI
+}  // namespace boundary::ref

@@ -10,7 +10,8 @@
 
 #include <cmath>
 
-namespace boundary::ref::inline BOUNDARY_REF_ABI {
+namespace boundary::ref {
+inline namespace BOUNDARY_REF_ABI {
 
 BOUNDARY_INLINE float product(float a, float b) {
   const float p = mul_rn(a, b);
@@ -19,4 +20,5 @@ BOUNDARY_INLINE float product(float a, float b) {
   return p;
 }
 
-}  // namespace boundary::ref::inline BOUNDARY_REF_ABI
+}  // inline namespace BOUNDARY_REF_ABI
+}  // namespace boundary::ref

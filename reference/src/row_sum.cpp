@@ -9,7 +9,8 @@
 #include <array>
 #include <cmath>
 
-namespace boundary::ref::inline BOUNDARY_REF_ABI {
+namespace boundary::ref {
+inline namespace BOUNDARY_REF_ABI {
 
 namespace {
 
@@ -83,4 +84,5 @@ float norm_factor(float row_sum, float eps) {
   return rsqrt_approx_ftz_f32(mean);
 }
 
-}  // namespace boundary::ref::inline BOUNDARY_REF_ABI
+}  // inline namespace BOUNDARY_REF_ABI
+}  // namespace boundary::ref

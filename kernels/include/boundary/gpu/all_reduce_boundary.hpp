@@ -35,7 +35,7 @@ class AllReduceBoundary : public BoundaryBase {
   // The same, throwing InputError that names the tensor ("partials[2]") and what was expected.
   void check(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs) const;
   // Late gates when m exceeds the clusters resident at once (one wave).
-  Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
+  Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const override;
   int max_active_clusters() const { return max_active_clusters_; }
 
   void prepare(const Variant& variant, cudaStream_t stream = nullptr);

@@ -89,6 +89,7 @@ class BoundaryBase {
   // Throws InputError naming the operand: missing, wrong shape [8192], dtype or alignment,
   // a weight the constants do not expect. Throws CudaError if there is no device.
   BoundaryBase(const Constants& constants, const Operands& operands);
+  virtual ~BoundaryBase() = default;
 
   // Whether this boundary can take these inputs: branch BF16 [m, 8192] (m >= 1), stream F32 or
   // BF16 of its shape, both 16-byte aligned device memory.
@@ -97,8 +98,9 @@ class BoundaryBase {
   void check(const TensorView& branch, const TensorView& stream, const Outputs& outputs) const;
 
   // The variant a launch of m rows uses: late gates when m exceeds the device's SM count; the
-  // layout from layout_for(m).
-  Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
+  // layout from layout_for(m). Virtual: the all-reduce boundary has its own, and a call through
+  // BoundaryBase& must pick the object's.
+  virtual Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
   // The faster layout for m rows on this device, as boundary_gpu_bench measured it on the H200:
   // see the README's benchmark table.
   Layout layout_for(std::int64_t m) const;
