@@ -303,9 +303,9 @@ struct NamedConstants {
 };
 
 inline NormConstants weighted(double eps, WeightDtype dtype, bool input_scale, bool fma, double gain = 1.0) {
-  return {eps, gain, input_scale, dtype, fma};
+  return {.eps = eps, .gain_center = gain, .weight_dtype = dtype, .input_scale = input_scale, .fma_squares = fma};
 }
-inline NormConstants unweighted(double eps, bool fma) { return {eps, std::nullopt, false, WeightDtype::bf16, fma}; }
+inline NormConstants unweighted(double eps, bool fma) { return {.eps = eps, .fma_squares = fma}; }
 
 // The stock boundaries, then every weight dtype x post/pre input scale x fma squares (each norm
 // sees fma on and off with and without an input scale; gain centres 1 and 0), then norms

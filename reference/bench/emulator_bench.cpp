@@ -24,9 +24,9 @@ struct Stock {
 
 // Contract section 9.
 std::vector<Stock> stock_boundaries() {
-  NormConstants no_weight{1e-8, std::nullopt, false, WeightDtype::bf16, false};
-  NormConstants pre{1e-5, 1.0, false, WeightDtype::bf16, false};
-  NormConstants post_scaled{1e-8, 1.0, true, WeightDtype::bf16, false};
+  NormConstants no_weight{.eps = 1e-8};
+  NormConstants pre{.eps = 1e-5, .gain_center = 1.0};
+  NormConstants post_scaled{.eps = 1e-8, .gain_center = 1.0, .input_scale = true};
   return {{"post-attention", {no_weight, pre}}, {"post-ffn", {post_scaled, pre}}};
 }
 

@@ -17,9 +17,9 @@ using namespace boundary::test;
 
 namespace {
 
-NormConstants no_weight(double eps) { return {eps, std::nullopt, false, WeightDtype::bf16, false}; }
+NormConstants no_weight(double eps) { return {.eps = eps}; }
 NormConstants weighted(double eps, bool input_scale, WeightDtype dtype, bool fma = false, double gain = 1.0) {
-  return {eps, gain, input_scale, dtype, fma};
+  return {.eps = eps, .gain_center = gain, .weight_dtype = dtype, .input_scale = input_scale, .fma_squares = fma};
 }
 
 // Storage for one batch of operands and inputs, every tensor a plain vector.

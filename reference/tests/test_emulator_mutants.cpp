@@ -32,8 +32,7 @@ constexpr std::uint16_t kOneBf16 = make_bf16(0, 127, 0);
 
 // One row (m = 1) with its operands. Weights are stored as raw words of their dtype.
 struct Row {
-  Constants constants{{0.0, std::nullopt, false, WeightDtype::bf16, false},
-                      {0.0, std::nullopt, false, WeightDtype::bf16, false}};
+  Constants constants{.post = {.eps = 0.0}, .pre = {.eps = 0.0}};
   std::vector<std::uint16_t> branch = std::vector<std::uint16_t>(kH, kOneBf16);
   std::vector<float> stream = std::vector<float>(kH, 0.0f);
   std::vector<float> alpha = std::vector<float>(kH, 0.0f), beta = std::vector<float>(kH, 1.0f);
@@ -150,7 +149,7 @@ std::map<Mutant, Trigger> triggers() {
   // stays rounded; only the connection reads y.
   {
     Row row;
-    row.constants.post = {0.0, 0.0, false, WeightDtype::fp32, false};
+    row.constants.post = {.eps = 0.0, .gain_center = 0.0, .weight_dtype = WeightDtype::fp32};
     std::fill(row.post_w32.begin(), row.post_w32.end(), 1.0f);
     row.post_w32[0] = make_f32(0, 127, 1u << 3);
     t[Mutant::y_b_unrounded] = {row, "new_stream", [](const Results& p, const Results& m) {
@@ -191,7 +190,7 @@ std::map<Mutant, Trigger> triggers() {
   // BF16 post weight as input scale, centre 1: w[0] = 2^-8 - 2^-16, 1 + w[0] rounds to BF16 1.
   {
     Row row;
-    row.constants.post = {0.0, 1.0, true, WeightDtype::bf16, false};
+    row.constants.post = {.eps = 0.0, .gain_center = 1.0, .input_scale = true};
     row.post_w16[0] = make_bf16(0, 127 - 9, 0x7F);
     t[Mutant::gain_unrounded] = {row, "post_row_sum", [](const Results& p, const Results&) {
                                    CHECK(bits(p.s1) == 0x46000000u);
@@ -224,7 +223,8 @@ TEST_CASE("Mutant::none is the production emulator, bit for bit") {
   for (WeightDtype dtype : {WeightDtype::bf16, WeightDtype::fp16, WeightDtype::fp32}) {
     CAPTURE(static_cast<int>(dtype));
     Row row;
-    row.constants = {{1e-8, 1.0, true, dtype, false}, {1e-5, std::nullopt, false, WeightDtype::bf16, true}};
+    row.constants = {.post = {.eps = 1e-8, .gain_center = 1.0, .weight_dtype = dtype, .input_scale = true},
+                     .pre = {.eps = 1e-5, .fma_squares = true}};
     for (auto& h : row.branch) h = static_cast<std::uint16_t>(any(gen));
     for (auto& h : row.post_w16) h = static_cast<std::uint16_t>(any(gen));
     for (auto* v : {&row.stream, &row.alpha, &row.beta, &row.post_w32})

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -34,14 +35,12 @@ std::filesystem::path stock_file(const char* name) {
 std::uint64_t bits(double value) { return std::bit_cast<std::uint64_t>(value); }
 std::uint32_t bits(float value) { return std::bit_cast<std::uint32_t>(value); }
 
-// Field by field, doubles by their bits: 0.0 == -0.0 would hide a lost sign.
+// Every field of the table, doubles by their bits (boundary::same_bits): 0.0 == -0.0 would hide a
+// lost sign, and a field added to the table is compared without a line here.
 void check_same_norm(const NormConstants& got, const NormConstants& want) {
-  CHECK(bits(got.eps) == bits(want.eps));
-  REQUIRE(got.gain_center.has_value() == want.gain_center.has_value());
-  if (want.gain_center) CHECK(bits(*got.gain_center) == bits(*want.gain_center));
-  CHECK(got.input_scale == want.input_scale);
-  CHECK(got.weight_dtype == want.weight_dtype);
-  CHECK(got.fma_squares == want.fma_squares);
+#define CHECK_SAME_FIELD(member, ...) CHECK_MESSAGE(boundary::same_bits(got.member, want.member), #member);
+  BOUNDARY_NORM_FIELDS(CHECK_SAME_FIELD)
+#undef CHECK_SAME_FIELD
 }
 
 void check_same(const Constants& got, const Constants& want) {
@@ -136,11 +135,18 @@ TEST_CASE("stock post-ffn file holds contract section 9's post-feed-forward cons
   check_same(boundary::read_constants(stock_file("muse-spark-post-ffn.json")), want);
 }
 
-TEST_CASE("stock files spell out every key, defaults included") {
-  const std::set<std::string> all = {
-      "post_eps",         "post_gain_center", "post_weight_dtype", "post_input_scale",
-      "post_fma_squares", "pre_eps",          "pre_gain_center",   "pre_weight_dtype",
-      "pre_input_scale",  "pre_fma_squares"};
+TEST_CASE("stock files spell out every key of the field table, defaults included") {
+  std::set<std::string> all;
+  for (const char* prefix : kPrefixes) {
+#define ADD_KEY(member, ...) all.insert(field(prefix, #member));
+    BOUNDARY_NORM_FIELDS(ADD_KEY)
+#undef ADD_KEY
+  }
+  // Contract section 9's fields, written out: the table must keep them.
+  for (const char* key : {"post_eps", "post_gain_center", "post_weight_dtype", "post_input_scale", "post_fma_squares",
+                          "pre_eps", "pre_gain_center", "pre_weight_dtype", "pre_input_scale", "pre_fma_squares"}) {
+    CHECK_MESSAGE(all.count(key) == 1, key);
+  }
   std::set<std::string> attention = all;
   attention.erase("post_weight_dtype");  // a norm without a weight must not name a dtype
   const std::pair<std::string, std::set<std::string>> files[] = {
@@ -168,23 +174,22 @@ TEST_CASE("round trip: reading what constants_to_json wrote gives the same bits"
   std::vector<Constants> cases;
   {
     Constants c;  // awkward decimals, every dtype and flag
-    c.post = {0.1, 1.0 / 3.0, true, WeightDtype::fp16, true};
-    c.pre = {std::nextafter(1e-5, 0.0), -0.0, false, WeightDtype::fp32, true};
+    c.post = {.eps = 0.1, .gain_center = 1.0 / 3.0, .weight_dtype = WeightDtype::fp16, .input_scale = true, .fma_squares = true};
+    c.pre = {.eps = std::nextafter(1e-5, 0.0), .gain_center = -0.0, .weight_dtype = WeightDtype::fp32, .fma_squares = true};
     cases.push_back(c);
   }
   {
     Constants c;  // no weight; the smallest and largest magnitudes that are allowed
-    c.post = {0.0, std::nullopt, false, WeightDtype::bf16, false};
-    c.pre = {std::numeric_limits<double>::denorm_min(),
-             -static_cast<double>(std::numeric_limits<float>::max()), false, WeightDtype::bf16,
-             false};
+    c.post = {.eps = 0.0};
+    c.pre = {.eps = std::numeric_limits<double>::denorm_min(),
+             .gain_center = -static_cast<double>(std::numeric_limits<float>::max())};
     cases.push_back(c);
   }
   {
     Constants c;  // integral doubles must come back as the same doubles, not just equal values
-    c.post = {1.0, 0.0, true, WeightDtype::bf16, false};
-    c.pre = {static_cast<double>(std::numeric_limits<float>::max()), 1e-45, false,
-             WeightDtype::fp16, false};
+    c.post = {.eps = 1.0, .gain_center = 0.0, .input_scale = true};
+    c.pre = {.eps = static_cast<double>(std::numeric_limits<float>::max()), .gain_center = 1e-45,
+             .weight_dtype = WeightDtype::fp16};
     cases.push_back(c);
   }
   for (const Constants& c : cases) {
@@ -198,8 +203,8 @@ TEST_CASE("round trip: reading what constants_to_json wrote gives the same bits"
 
 TEST_CASE("constants_to_json writes the flat schema: null gain and no dtype without a weight") {
   Constants c;
-  c.post = {1e-8, std::nullopt, false, WeightDtype::bf16, false};
-  c.pre = {1e-5, 1.0, false, WeightDtype::fp32, true};
+  c.post = {.eps = 1e-8};
+  c.pre = {.eps = 1e-5, .gain_center = 1.0, .weight_dtype = WeightDtype::fp32, .fma_squares = true};
   const json written = boundary::constants_to_json(c);
   const json want = {
       {"post_eps", 1e-8},        {"post_gain_center", nullptr}, {"post_input_scale", false},
@@ -214,7 +219,7 @@ TEST_CASE("constants_to_json writes the flat schema: null gain and no dtype with
 TEST_CASE("constants_to_json refuses constants that no file can express") {
   const auto bad = [](auto change) {
     Constants c;
-    c.post = {1e-8, 1.0, false, WeightDtype::bf16, false};
+    c.post = {.eps = 1e-8, .gain_center = 1.0};
     change(c.post);
     return c;
   };
@@ -472,4 +477,44 @@ TEST_CASE("a constants file that cannot be read is named in the message") {
   const std::filesystem::path directory = stock_file("");
   CHECK_THROWS_WITH_AS(boundary::read_constants(directory),
                        doctest::Contains("directory"), InputError);
+}
+
+TEST_CASE("same_bits tells every field apart, and -0.0 from 0.0") {
+  const NormConstants base{.eps = 1e-5, .gain_center = 1.0};
+  CHECK(boundary::same_bits(base, base));
+  const auto differs = [&](auto change) {
+    NormConstants other = base;
+    change(other);
+    return !boundary::same_bits(base, other) && !boundary::same_bits(Constants{.post = base, .pre = {}}, Constants{.post = other, .pre = {}});
+  };
+  CHECK(differs([](NormConstants& n) { n.eps = std::nextafter(1e-5, 1.0); }));
+  CHECK(differs([](NormConstants& n) { n.gain_center = std::nullopt; }));
+  CHECK(differs([](NormConstants& n) { n.gain_center = 1.0 + 0x1p-52; }));
+  CHECK(differs([](NormConstants& n) { n.weight_dtype = WeightDtype::fp16; }));
+  CHECK(differs([](NormConstants& n) { n.input_scale = true; }));
+  CHECK(differs([](NormConstants& n) { n.fma_squares = true; }));
+  CHECK_FALSE(boundary::same_bits(0.0, -0.0));
+  CHECK_FALSE(boundary::same_bits(std::optional<double>(0.0), std::optional<double>(-0.0)));
+}
+
+TEST_CASE("the README's table of constants keys is the field table's") {
+  const std::string table = boundary::constants_markdown_table();
+  // Written out once here, so that the generator itself is checked, not only the README against it.
+  CHECK(table.find("| `post_eps`, `pre_eps` | number, finite, >= 0 (required) | converted as `float(double(value))` |\n") !=
+        std::string::npos);
+  CHECK(table.rfind("| `post_fma_squares`, `pre_fma_squares` | bool (default false) | row sum accumulates with fma |\n") ==
+        table.size() - std::string_view("| `post_fma_squares`, `pre_fma_squares` | bool (default false) | row sum accumulates with fma |\n").size());
+  std::ifstream in(std::filesystem::path(BOUNDARY_SOURCE_DIR) / "README.md");
+  REQUIRE(in.is_open());
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(readme.find("\n" + table + "\n") != std::string::npos,
+                "README.md lacks this table (paste it under 'Constants'):\n" << table);
+}
+
+TEST_CASE("--help lists every key of the field table") {
+  const std::string help = boundary::constants_help();
+#define CHECK_HELP_FIELD(member, ...) CHECK_MESSAGE(help.find("\n  " #member " ") != std::string::npos, #member);
+  BOUNDARY_NORM_FIELDS(CHECK_HELP_FIELD)
+#undef CHECK_HELP_FIELD
+  CHECK(help.find("`") == std::string::npos);  // Markdown is the README's, not the terminal's
 }

@@ -13,7 +13,7 @@ int main() {
   const std::uint16_t h = ref::f32_to_bf16_rn(r);
   std::printf("rsqrt_approx_ftz_f32(4) = %a, as BF16 0x%04x\n", r, h);
 
-  const NormConstants no_weight{0.0, std::nullopt, false, WeightDtype::bf16, false};
+  const NormConstants no_weight{.eps = 0.0};
   const std::vector<float> alpha(kH, 0.0f), beta(kH, 1.0f), stream(kH, 0.0f);
   const std::vector<std::uint16_t> branch(kH, 0x3F80);
   std::vector<std::uint16_t> out(kH);

@@ -1,20 +1,20 @@
 // The `--constants cfg.json` file: a strict reader and an exact writer for boundary::Constants.
 //
-// Schema: one flat JSON object. Per norm (prefix post_ or pre_):
-//   <p>_eps           number, required: finite, >= 0, and finite once converted to float
-//   <p>_gain_center   number or null, required: null means the norm has no weight
-//   <p>_weight_dtype  "bf16" | "fp16" | "fp32": required with a weight, refused without one
-//   <p>_input_scale   bool, default false: weight applied before the norm (needs a weight)
-//   <p>_fma_squares   bool, default false
-// Anything else (unknown or repeated keys, wrong JSON types, bad values) is a boundary::InputError
-// whose message names the file, the field, what was expected and what was found.
+// Schema: one flat JSON object, the keys post_<member> and pre_<member> of every row of
+// BOUNDARY_NORM_FIELDS (boundary/types.hpp), which gives each one's type, default and rule; the
+// README's table is constants_markdown_table(). Anything else (unknown or repeated keys, wrong JSON
+// types, bad values) is a boundary::InputError whose message names the file, the field, what was
+// expected and what was found.
 //
 // Numbers keep the double the JSON text gave; the arithmetic converts them with float(double)
 // (contract section 2). constants_to_json writes the same schema back so that reading what it
 // wrote gives the same doubles, bit for bit.
 #pragma once
 
+#include <bit>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,5 +42,26 @@ nlohmann::json constants_to_json(const Constants& constants);
 
 // "bf16", "fp16", "fp32": the spelling the file uses.
 std::string_view weight_dtype_name(WeightDtype dtype);
+
+// The README's table of keys (Markdown, one row per field, its post_ and pre_ keys together) and
+// the same as plain text for --help; both from BOUNDARY_NORM_FIELDS.
+std::string constants_markdown_table();
+std::string constants_help();
+
+// Field by field, doubles by their bits: 0.0 == -0.0 would hide a lost sign.
+inline bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+inline bool same_bits(const std::optional<double>& a, const std::optional<double>& b) {
+  return a.has_value() == b.has_value() && (!a || same_bits(*a, *b));
+}
+inline bool same_bits(bool a, bool b) { return a == b; }
+inline bool same_bits(WeightDtype a, WeightDtype b) { return a == b; }
+inline bool same_bits(const NormConstants& a, const NormConstants& b) {
+  bool same = true;
+#define BOUNDARY_SAME_FIELD(member, ...) same = same && same_bits(a.member, b.member);
+  BOUNDARY_NORM_FIELDS(BOUNDARY_SAME_FIELD)
+#undef BOUNDARY_SAME_FIELD
+  return same;
+}
+inline bool same_bits(const Constants& a, const Constants& b) { return same_bits(a.post, b.post) && same_bits(a.pre, b.pre); }
 
 }  // namespace boundary

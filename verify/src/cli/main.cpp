@@ -2,6 +2,7 @@
 // boundary::cli::ExitCode; results to stdout.
 #include <boundary/cli.hpp>
 #include <boundary/cli_cases.hpp>
+#include <boundary/constants_json.hpp>
 #include <boundary/gate.hpp>
 #include <boundary/replay.hpp>
 #include <boundary/types.hpp>
@@ -19,6 +20,7 @@
 int main(int argc, char** argv) {
   using namespace boundary::cli;
   CLI::App app{"boundary-verify: bit-exact reference and verification of the DSpark residual boundary"};
+  app.footer(boundary::constants_help());
   app.set_version_flag("--version", std::string("boundary-verify ") + boundary::kVersion + "\n");
   app.require_subcommand(0, 1);  // none: the gate, `boundary-verify --constants cfg.json`
   bool json = false;

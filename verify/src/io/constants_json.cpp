@@ -4,6 +4,7 @@
 
 #include "boundary/input_limits.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -13,17 +14,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 namespace boundary {
 namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 10> kKnownFields = {
-    "post_eps",         "post_gain_center", "post_weight_dtype", "post_input_scale",
-    "post_fma_squares", "pre_eps",          "pre_gain_center",   "pre_weight_dtype",
-    "pre_input_scale",  "pre_fma_squares",
-};
+constexpr std::array<std::string_view, 2> kPrefixes = {"post", "pre"};
 
 constexpr std::array<WeightDtype, 3> kWeightDtypes = {WeightDtype::bf16, WeightDtype::fp16,
                                                       WeightDtype::fp32};
@@ -68,9 +66,20 @@ std::string field_name(std::string_view prefix, std::string_view suffix) {
                    std::string(expected));
 }
 
+// Every key of the table, post's then pre's, in the table's order.
+std::vector<std::string> known_fields() {
+  std::vector<std::string> fields;
+  for (std::string_view prefix : kPrefixes) {
+#define BOUNDARY_KNOWN_FIELD(member, ...) fields.push_back(field_name(prefix, #member));
+    BOUNDARY_NORM_FIELDS(BOUNDARY_KNOWN_FIELD)
+#undef BOUNDARY_KNOWN_FIELD
+  }
+  return fields;
+}
+
 std::string known_fields_list() {
   std::string list;
-  for (std::string_view name : kKnownFields) {
+  for (const std::string& name : known_fields()) {
     if (!list.empty()) list += ", ";
     list += name;
   }
@@ -78,10 +87,9 @@ std::string known_fields_list() {
 }
 
 void check_known_fields(const json& doc, const std::string& source) {
+  const std::vector<std::string> known = known_fields();
   for (const auto& [key, value] : doc.items()) {
-    bool known = false;
-    for (std::string_view name : kKnownFields) known = known || key == name;
-    if (!known) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
       throw InputError(source + ": unknown field '" + io::brief_text(key) + "' (known: " + known_fields_list() +
                        ")");
     }
@@ -100,79 +108,139 @@ std::optional<double> as_number(const json& value) {
   return value.get<double>();
 }
 
-double read_eps(const json& doc, std::string_view prefix, const std::string& source) {
-  const std::string field = field_name(prefix, "eps");
-  const json* value = find_field(doc, field);
-  if (value == nullptr) fail_missing(source, field, kEpsExpected);
-  const std::optional<double> eps = as_number(*value);
-  if (!eps) fail(source, field, kEpsExpected, shown_with_type(*value));
-  if (!std::isfinite(*eps) || *eps < 0.0) fail(source, field, kEpsExpected, shown(*value));
-  if (!finite_as_float(*eps)) fail(source, field, kEpsFloatExpected, shown(*value));
-  return *eps;
-}
+// One field of one norm, as a rule sees it: the document, the key, and what its errors name.
+struct Field {
+  const json& doc;
+  std::string_view prefix;  // "post" or "pre"
+  std::string_view member;  // the table's member name
+  const std::string& source;
+
+  std::string name() const { return field_name(prefix, member); }
+  std::string gain_field() const { return field_name(prefix, "gain_center"); }
+  const json* value() const { return find_field(doc, name()); }
+};
+
+// The rules of the table's `rule` column. read takes one field (the fields before it in the table
+// already read into `norm`); after_read checks what needs every field read first; check_writable
+// refuses what no file could express; write puts the field into the document.
+struct RuleDefaults {
+  template <class T>
+  static void after_read(const Field&, const T&, const NormConstants&) {}
+  template <class T>
+  static void check_writable(const std::string&, std::string_view, const T&, const NormConstants&) {}
+  template <class T>
+  static void write(const Field& f, const T& value, const NormConstants&, json& doc) {
+    // A json built from a double is a float number; dump() writes the shortest text that reads
+    // back as the same double, so the round trip is exact.
+    doc[f.name()] = value;
+  }
+};
+
+// Required.
+struct NonNegativeNumber : RuleDefaults {
+  static double read(const Field& f, const NormConstants&) {
+    const std::string field = f.name();
+    const json* value = f.value();
+    if (value == nullptr) fail_missing(f.source, field, kEpsExpected);
+    const std::optional<double> number = as_number(*value);
+    if (!number) fail(f.source, field, kEpsExpected, shown_with_type(*value));
+    if (!std::isfinite(*number) || *number < 0.0) fail(f.source, field, kEpsExpected, shown(*value));
+    if (!finite_as_float(*number)) fail(f.source, field, kEpsFloatExpected, shown(*value));
+    return *number;
+  }
+  static void check_writable(const std::string& what, std::string_view member, double value, const NormConstants&) {
+    if (!eps_ok(value)) throw std::invalid_argument(what + std::string(member) + " is not " + std::string(kEpsFloatExpected));
+  }
+};
 
 // Required even for "no weight" so that a forgotten key cannot drop a weight unnoticed.
-std::optional<double> read_gain_center(const json& doc, std::string_view prefix,
-                                       const std::string& source) {
-  const std::string field = field_name(prefix, "gain_center");
-  const json* value = find_field(doc, field);
-  if (value == nullptr) fail_missing(source, field, kGainExpected);
-  if (value->is_null()) return std::nullopt;
-  const std::optional<double> gain = as_number(*value);
-  if (!gain) fail(source, field, kGainExpected, shown_with_type(*value));
-  if (!std::isfinite(*gain)) fail(source, field, kGainExpected, shown(*value));
-  if (!finite_as_float(*gain)) fail(source, field, kGainFloatExpected, shown(*value));
-  return gain;
-}
-
-bool read_flag(const json& doc, std::string_view prefix, std::string_view suffix,
-               const std::string& source) {
-  const std::string field = field_name(prefix, suffix);
-  const json* value = find_field(doc, field);
-  if (value == nullptr) return false;
-  if (!value->is_boolean()) fail(source, field, kBoolExpected, shown_with_type(*value));
-  return value->get<bool>();
-}
-
-WeightDtype read_weight_dtype(const json& doc, std::string_view prefix, bool has_weight,
-                              const std::string& source) {
-  const std::string field = field_name(prefix, "weight_dtype");
-  const std::string gain_field = field_name(prefix, "gain_center");
-  const json* value = find_field(doc, field);
-  if (!has_weight) {
-    // The struct's dtype is meaningless here; a file naming one is most likely a file whose
-    // gain centre was nulled by mistake.
-    if (value != nullptr) {
-      throw InputError(source + ": field '" + field +
-                       "': a weight dtype for a norm without a weight (" + gain_field +
-                       " is null): expected the field left out, got " + shown(*value));
+struct GainCenter : RuleDefaults {
+  static std::optional<double> read(const Field& f, const NormConstants&) {
+    const std::string field = f.name();
+    const json* value = f.value();
+    if (value == nullptr) fail_missing(f.source, field, kGainExpected);
+    if (value->is_null()) return std::nullopt;
+    const std::optional<double> gain = as_number(*value);
+    if (!gain) fail(f.source, field, kGainExpected, shown_with_type(*value));
+    if (!std::isfinite(*gain)) fail(f.source, field, kGainExpected, shown(*value));
+    if (!finite_as_float(*gain)) fail(f.source, field, kGainFloatExpected, shown(*value));
+    return gain;
+  }
+  static void check_writable(const std::string& what, std::string_view, const std::optional<double>& value,
+                             const NormConstants&) {
+    if (value && !gain_ok(*value)) throw std::invalid_argument(what + "gain centre is not " + std::string(kGainFloatExpected));
+  }
+  static void write(const Field& f, const std::optional<double>& value, const NormConstants&, json& doc) {
+    if (value) {
+      doc[f.name()] = *value;
+    } else {
+      doc[f.name()] = nullptr;
     }
-    return NormConstants{}.weight_dtype;
   }
-  const std::string expected =
-      std::string(kDtypeExpected) + " for the weight (" + gain_field + " is a number)";
-  if (value == nullptr) fail_missing(source, field, expected);
-  if (!value->is_string()) fail(source, field, expected, shown_with_type(*value));
-  const std::string& name = value->get_ref<const std::string&>();
-  for (WeightDtype dtype : kWeightDtypes) {
-    if (name == weight_dtype_name(dtype)) return dtype;
+};
+
+// Required with a weight, refused without one; read after the gain centre.
+struct WeightDtypeName : RuleDefaults {
+  static WeightDtype read(const Field& f, const NormConstants& norm) {
+    const std::string field = f.name();
+    const json* value = f.value();
+    if (!norm.has_weight()) {
+      // The struct's dtype is meaningless here; a file naming one is most likely a file whose
+      // gain centre was nulled by mistake.
+      if (value != nullptr) {
+        throw InputError(f.source + ": field '" + field + "': a weight dtype for a norm without a weight (" +
+                         f.gain_field() + " is null): expected the field left out, got " + shown(*value));
+      }
+      return NormConstants{}.weight_dtype;
+    }
+    const std::string expected = std::string(kDtypeExpected) + " for the weight (" + f.gain_field() + " is a number)";
+    if (value == nullptr) fail_missing(f.source, field, expected);
+    if (!value->is_string()) fail(f.source, field, expected, shown_with_type(*value));
+    const std::string& name = value->get_ref<const std::string&>();
+    for (WeightDtype dtype : kWeightDtypes) {
+      if (name == weight_dtype_name(dtype)) return dtype;
+    }
+    fail(f.source, field, expected, shown(*value));
   }
-  fail(source, field, expected, shown(*value));
-}
+  static void write(const Field& f, WeightDtype value, const NormConstants& norm, json& doc) {
+    if (norm.has_weight()) doc[f.name()] = std::string(weight_dtype_name(value));
+  }
+};
+
+// Default false.
+struct Flag : RuleDefaults {
+  static bool read(const Field& f, const NormConstants&) {
+    const json* value = f.value();
+    if (value == nullptr) return false;
+    if (!value->is_boolean()) fail(f.source, f.name(), kBoolExpected, shown_with_type(*value));
+    return value->get<bool>();
+  }
+};
+
+// A flag that needs a weight: refused as true without one, once every field has been read (so that
+// a wrong type in a later field is still the error reported first, as it always was).
+struct InputScale : Flag {
+  static void after_read(const Field& f, bool value, const NormConstants& norm) {
+    if (value && !norm.has_weight()) {
+      fail(f.source, f.name(), "false, as there is no weight to scale the input with (" + f.gain_field() + " is null)",
+           "true");
+    }
+  }
+  static void check_writable(const std::string& what, std::string_view member, bool value, const NormConstants& norm) {
+    if (value && !norm.has_weight()) throw std::invalid_argument(what + std::string(member) + " without a weight");
+  }
+};
 
 NormConstants read_norm(const json& doc, std::string_view prefix, const std::string& source) {
   NormConstants norm;
-  norm.eps = read_eps(doc, prefix, source);
-  norm.gain_center = read_gain_center(doc, prefix, source);
-  norm.weight_dtype = read_weight_dtype(doc, prefix, norm.has_weight(), source);
-  norm.input_scale = read_flag(doc, prefix, "input_scale", source);
-  norm.fma_squares = read_flag(doc, prefix, "fma_squares", source);
-  if (norm.input_scale && !norm.has_weight()) {
-    fail(source, field_name(prefix, "input_scale"),
-         "false, as there is no weight to scale the input with (" +
-             field_name(prefix, "gain_center") + " is null)",
-         "true");
-  }
+#define BOUNDARY_READ_FIELD(member, type, default_value, rule, ...) \
+  norm.member = rule::read(Field{doc, prefix, #member, source}, norm);
+  BOUNDARY_NORM_FIELDS(BOUNDARY_READ_FIELD)
+#undef BOUNDARY_READ_FIELD
+#define BOUNDARY_AFTER_READ_FIELD(member, type, default_value, rule, ...) \
+  rule::after_read(Field{doc, prefix, #member, source}, norm.member, norm);
+  BOUNDARY_NORM_FIELDS(BOUNDARY_AFTER_READ_FIELD)
+#undef BOUNDARY_AFTER_READ_FIELD
   return norm;
 }
 
@@ -232,32 +300,18 @@ class FieldWatcher {
   std::optional<std::string> first_duplicate_;
 };
 
-void check_writable(const NormConstants& norm, std::string_view prefix) {
-  const std::string what = "constants_to_json: " + std::string(prefix) + " norm: ";
-  if (!eps_ok(norm.eps)) {
-    throw std::invalid_argument(what + "eps is not " + std::string(kEpsFloatExpected));
-  }
-  if (norm.has_weight() && !gain_ok(*norm.gain_center)) {
-    throw std::invalid_argument(what + "gain centre is not " + std::string(kGainFloatExpected));
-  }
-  if (norm.input_scale && !norm.has_weight()) {
-    throw std::invalid_argument(what + "input_scale without a weight");
-  }
-}
-
 void write_norm(const NormConstants& norm, std::string_view prefix, json& doc) {
-  check_writable(norm, prefix);
-  // A json built from a double is a float number; dump() writes the shortest text that reads
-  // back as the same double, so the round trip is exact.
-  doc[field_name(prefix, "eps")] = norm.eps;
-  if (norm.has_weight()) {
-    doc[field_name(prefix, "gain_center")] = *norm.gain_center;
-    doc[field_name(prefix, "weight_dtype")] = std::string(weight_dtype_name(norm.weight_dtype));
-  } else {
-    doc[field_name(prefix, "gain_center")] = nullptr;
-  }
-  doc[field_name(prefix, "input_scale")] = norm.input_scale;
-  doc[field_name(prefix, "fma_squares")] = norm.fma_squares;
+  // Every field checked before any is written: the caller gets an exception or a whole norm.
+  const std::string what = "constants_to_json: " + std::string(prefix) + " norm: ";
+#define BOUNDARY_CHECK_FIELD(member, type, default_value, rule, ...) \
+  rule::check_writable(what, #member, norm.member, norm);
+  BOUNDARY_NORM_FIELDS(BOUNDARY_CHECK_FIELD)
+#undef BOUNDARY_CHECK_FIELD
+  static const std::string kNoSource = "constants_to_json";
+#define BOUNDARY_WRITE_FIELD(member, type, default_value, rule, ...) \
+  rule::write(Field{doc, prefix, #member, kNoSource}, norm.member, norm, doc);
+  BOUNDARY_NORM_FIELDS(BOUNDARY_WRITE_FIELD)
+#undef BOUNDARY_WRITE_FIELD
 }
 
 }  // namespace
@@ -281,10 +335,7 @@ Constants constants_from_json(const nlohmann::json& doc, const std::string& sour
                      shown_with_type(doc));
   }
   check_known_fields(doc, source);
-  Constants constants;
-  constants.post = read_norm(doc, "post", source);
-  constants.pre = read_norm(doc, "pre", source);
-  return constants;
+  return Constants{.post = read_norm(doc, kPrefixes[0], source), .pre = read_norm(doc, kPrefixes[1], source)};
 }
 
 Constants parse_constants(std::string_view text, const std::string& source) {
@@ -319,8 +370,8 @@ Constants read_constants(const std::filesystem::path& path) {
 
 nlohmann::json constants_to_json(const Constants& constants) {
   json doc = json::object();
-  write_norm(constants.post, "post", doc);
-  write_norm(constants.pre, "pre", doc);
+  write_norm(constants.post, kPrefixes[0], doc);
+  write_norm(constants.pre, kPrefixes[1], doc);
   return doc;
 }
 
