@@ -61,13 +61,14 @@ __device__ __forceinline__ CtaShared<kStreamF32>& cta_shared() {
 
 // Starts the copy of row `row`'s branch and stream into stage `slot`.
 template <bool kStreamF32>
-__device__ __forceinline__ void load_row(const BoundaryParams& p, std::int64_t row, CtaShared<kStreamF32>& sh, int slot) {
+__device__ __forceinline__ void load_row(const BoundaryParams& p, std::int64_t row, CtaShared<kStreamF32>& sh,
+                                         int slot) {
   RowStage<kStreamF32>& st = sh.stage[slot];
   const auto at = static_cast<std::size_t>(row) * kH;
   barrier_arrive_expect_bytes(&sh.landed[slot], sizeof(st.branch) + sizeof(st.stream));
   bulk_copy_to_shared(st.branch, p.branch + at, sizeof(st.branch), &sh.landed[slot]);
-  bulk_copy_to_shared(st.stream, static_cast<const typename RowStage<kStreamF32>::Stream*>(p.stream) + at, sizeof(st.stream),
-                      &sh.landed[slot]);
+  bulk_copy_to_shared(st.stream, static_cast<const typename RowStage<kStreamF32>::Stream*>(p.stream) + at,
+                      sizeof(st.stream), &sh.landed[slot]);
 }
 
 // This thread's fragment of a landed stage: the branch in x, the stream in s (as FP32).
@@ -76,9 +77,7 @@ __device__ __forceinline__ void read_stage(const RowStage<kStreamF32>& st, int c
                                            float (&s)[kVec]) {
   unpack_bf16x8(*reinterpret_cast<const uint4*>(st.branch + column), x);
   if constexpr (kStreamF32) {
-    const float4 a = *reinterpret_cast<const float4*>(st.stream + column);
-    const float4 b = *reinterpret_cast<const float4*>(st.stream + column + 4);
-    s[0] = a.x, s[1] = a.y, s[2] = a.z, s[3] = a.w, s[4] = b.x, s[5] = b.y, s[6] = b.z, s[7] = b.w;
+    read_f32x8(st.stream + column, s);
   } else {
     unpack_bf16x8(*reinterpret_cast<const uint4*>(st.stream + column), s);
   }
@@ -86,16 +85,7 @@ __device__ __forceinline__ void read_stage(const RowStage<kStreamF32>& st, int c
 
 // A norm's gamma for this thread's columns, from the CTA's copy (norm_fragments' Gamma).
 __device__ __forceinline__ auto gamma_in_shared(const float* gamma, int column) {
-  return [gamma, column](int, float (&g)[kVec]) {
-    const float4 a = *reinterpret_cast<const float4*>(gamma + column);
-    const float4 b = *reinterpret_cast<const float4*>(gamma + column + 4);
-    g[0] = a.x, g[1] = a.y, g[2] = a.z, g[3] = a.w, g[4] = b.x, g[5] = b.y, g[6] = b.z, g[7] = b.w;
-  };
-}
-
-__device__ __forceinline__ void store_gamma(float* gamma, int column, const float (&g)[kVec]) {
-  *reinterpret_cast<float4*>(gamma + column) = make_float4(g[0], g[1], g[2], g[3]);
-  *reinterpret_cast<float4*>(gamma + column + 4) = make_float4(g[4], g[5], g[6], g[7]);
+  return [gamma, column](int, float (&g)[kVec]) { read_f32x8(gamma + column, g); };
 }
 
 __device__ __forceinline__ void store_row_value(float* p, std::int64_t row, float v) {
@@ -127,8 +117,8 @@ __device__ __forceinline__ void boundary_rows(const BoundaryParams& p, const Int
     load_f32x8(p.alpha + c, alpha);
     load_f32x8(p.beta + c, beta);
     float g[kVec];
-    if (has_weight(p.post)) load_gamma(p.post, c, g), store_gamma(sh.post_gamma, column, g);
-    if (has_weight(p.pre)) load_gamma(p.pre, c, g), store_gamma(sh.pre_gamma, column, g);
+    if (has_weight(p.post)) load_gamma(p.post, c, g), store_f32x8(sh.post_gamma + column, g);
+    if (has_weight(p.pre)) load_gamma(p.pre, c, g), store_f32x8(sh.pre_gamma + column, g);
   };
   if (!late) load_gates();
   __syncthreads();  // the barriers are initialised

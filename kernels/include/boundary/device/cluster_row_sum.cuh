@@ -54,13 +54,10 @@ __device__ __forceinline__ float cluster_row_sum(float chunk_pair, ClusterSumScr
   cluster_wait();
   float totals[2];
 #pragma unroll
-  for (unsigned parity = 0; parity < 2; ++parity) {
-    // thread_sum of reference thread 128 * parity + u: its fragments in order.
-    float s = scratch.chunk_pairs[parity][u];
-#pragma unroll
-    for (unsigned k = 1; k < kFragments; ++k) s = add_rn(s, scratch.chunk_pairs[2 * k + parity][u]);
-    totals[parity] = warp_butterfly_sum(s);
-  }
+  for (unsigned parity = 0; parity < 2; ++parity)
+    // Reference thread 128 * parity + u: fragment k's chunk pair came from CTA 2 k + parity.
+    totals[parity] =
+        warp_butterfly_sum(thread_sum_of_pairs(&scratch.chunk_pairs[parity][u], 2 * kClusterThreads));
   // This CTA's warp w holds reference warps w (parity 0) and 4 + w (parity 1).
   if ((u & 31) == 0) {
     scratch.warp_totals[u >> 5] = totals[0];

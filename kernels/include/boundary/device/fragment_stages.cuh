@@ -17,10 +17,22 @@ __device__ __forceinline__ void load_f32x8(const float* p, float (&v)[kVec]) {
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
+// 8 FP32 values at p, 16-byte aligned, by plain loads and stores (shared memory; the __ldg above
+// is for read-only global memory).
+__device__ __forceinline__ void read_f32x8(const float* p, float (&v)[kVec]) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0];
+  const float4 b = reinterpret_cast<const float4*>(p)[1];
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+__device__ __forceinline__ void store_f32x8(float* p, const float (&v)[kVec]) {
+  reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+  reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+
 // Stores 8 FP32 values from each lane of a warp whose lane l holds the 8 at p = base + 8 l: lanes
 // 2q and 2q + 1 swap halves, so that each of the two store instructions writes whole 32-byte
-// sectors (16 of them) instead of half of each of 32. Half sectors cost the L2 twice the write requests, which
-// was what bounded the fused kernels at large m. Every lane of the warp must call it.
+// sectors (16 of them) instead of half of each of 32. Half sectors cost the L2 twice the write
+// requests, which was what bounded the fused kernels at large m. Every lane of the warp must call it.
 __device__ __forceinline__ void store_warp_f32x8(float* p, const float (&v)[kVec]) {
   const bool odd = threadIdx.x & 1u;
   float mine[4], theirs[4];
@@ -34,8 +46,10 @@ __device__ __forceinline__ void store_warp_f32x8(float* p, const float (&v)[kVec
   // 2q + 1: 16 q + 4..7 (its partner's second half) and 16 q + 12..15 (its own).
   float4* first = reinterpret_cast<float4*>(odd ? p - 4 : p);
   float4* second = reinterpret_cast<float4*>(odd ? p + 4 : p + 8);
-  *first = odd ? make_float4(theirs[0], theirs[1], theirs[2], theirs[3]) : make_float4(mine[0], mine[1], mine[2], mine[3]);
-  *second = odd ? make_float4(mine[0], mine[1], mine[2], mine[3]) : make_float4(theirs[0], theirs[1], theirs[2], theirs[3]);
+  *first = odd ? make_float4(theirs[0], theirs[1], theirs[2], theirs[3])
+               : make_float4(mine[0], mine[1], mine[2], mine[3]);
+  *second = odd ? make_float4(mine[0], mine[1], mine[2], mine[3])
+                : make_float4(theirs[0], theirs[1], theirs[2], theirs[3]);
 }
 
 // 16 bytes of a row (branch, stream, a partial) that a kernel reads once: not kept in L1.

@@ -70,6 +70,15 @@ __device__ __forceinline__ float cta_row_sum(float thread_total, float* scratch)
   return warp_totals_sum(scratch);
 }
 
+// Thread layer when a reference thread's fragments sit in four threads: its chunk pairs, stored at
+// first[k * stride] for fragment k, added in fragment order (thread_sum of the contract).
+__device__ __forceinline__ float thread_sum_of_pairs(const float* first, int stride) {
+  float s = first[0];
+#pragma unroll
+  for (int k = 1; k < kFragments; ++k) s = add_rn(s, first[k * stride]);
+  return s;
+}
+
 // CTA layer with one fragment a thread: kRowThreads = 1024 threads on a row, thread 256 k + t
 // holding fragment k of reference thread t (so thread i owns columns 8 i .. 8 i + 7). The chunk
 // pairs meet in shared memory; threads 0 .. 255 (the reference CTA: warps 0 .. 7) add reference
@@ -90,11 +99,7 @@ __device__ __forceinline__ float cta_fragment_row_sum(float chunk_pair, Fragment
   scratch.chunk_pairs[i] = chunk_pair;
   __syncthreads();
   if (i < kThreads) {
-    // thread_sum of reference thread i: its fragments in order.
-    float s = scratch.chunk_pairs[i];
-#pragma unroll
-    for (int k = 1; k < kFragments; ++k) s = add_rn(s, scratch.chunk_pairs[k * kThreads + i]);
-    s = warp_butterfly_sum(s);
+    const float s = warp_butterfly_sum(thread_sum_of_pairs(&scratch.chunk_pairs[i], kThreads));
     if ((i & 31) == 0) scratch.warp_totals[i >> 5] = s;
   }
   __syncthreads();
