@@ -52,9 +52,9 @@ step bench_combined python3 kernels/bench/combine_bench.py "$out/gpu_bench.json"
 step gpu_bench_one_launch build-device/kernels/bench/boundary_gpu_bench --launches 1 --rows 1,8,32,132
 step sass bash -c 'cuobjdump -sass build-device/kernels/libboundary_kernels.a > "$0/kernels.sass" && verify/sass_summary.sh "$0/kernels.sass"' "$logs"
 for boundary in post-ffn post-attention; do
-  step "gate_$boundary" timeout 100 build-device/verify/boundary-verify --constants "fixtures/constants/muse-spark-$boundary.json" \
+  step "gate_$boundary" timeout 300 build-device/verify/boundary-verify --constants "fixtures/constants/muse-spark-$boundary.json" \
     --report "$logs/gate_$boundary.json" --junit "$logs/gate_$boundary.xml" --progress
-  step "self_test_$boundary" timeout 100 build-device/verify/boundary-verify self-test --constants "fixtures/constants/muse-spark-$boundary.json"
+  step "self_test_$boundary" timeout 300 build-device/verify/boundary-verify self-test --constants "fixtures/constants/muse-spark-$boundary.json"
 done
 # Checking an implementation the toolkit did not build: the fused kernel through the external path,
 # the plain PyTorch boundary eager (quick, ~40 s), compiled, and as the gate's --implementation (minutes).

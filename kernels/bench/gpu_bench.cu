@@ -583,6 +583,7 @@ void prepare_empty() {
 // the DraftBoundary, F32 stream stored, each with its own buffer rotation.
 struct AllReduceResult {
   int ranks = 0, sets = 1, launches = 0;
+  bg::Layout layout = bg::Layout::quad;  // the dispatcher's choice for m
   Timing fused, chain;
   Timing empty_cluster, cluster_barriers, traffic;  // the floors of its grid, PDL on
   double bytes = 0;
@@ -594,7 +595,7 @@ struct RowResult {
   int launches = 0;  // per graph
   Timing empty_plain, empty_pdl, fused_f32, fused_bf16, eager;
   bg::Layout layout = bg::Layout::cta;  // the dispatcher's choice for m (fused_f32, fused_bf16)
-  Timing cta_f32, cluster_f32;          // each layout forced, F32 stream stored
+  Timing cta_f32, cluster_f32, pair_f32, quad_f32;  // each layout forced, F32 stream stored
   double bytes_f32 = 0, bytes_bf16 = 0, bytes_eager = 0;
   std::optional<AllReduceResult> all_reduce;
 
@@ -621,12 +622,14 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
   line("eager chain, F32", r.eager, r.bytes_f32);
   line("cta layout, F32", r.cta_f32, r.bytes_f32);
   line("cluster layout, F32", r.cluster_f32, r.bytes_f32);
+  line("pair layout, F32", r.pair_f32, r.bytes_f32);
+  line("quad layout, F32", r.quad_f32, r.bytes_f32);
   std::printf("  dispatched layout: %s\n", bg::layout_name(r.layout));
   std::printf("  eager chain moves %.2fx the minimum traffic (%.1f GB/s actual); L2 %.0f MB\n",
               r.bytes_eager / r.bytes_f32, gbps(r.bytes_eager, r.eager), static_cast<double>(dev.l2_bytes) / 1e6);
   if (const auto& a = r.all_reduce) {
-    std::printf("  all-reduce boundary, R = %d: %d launches per graph, %d buffer set%s of %.1f MB\n", a->ranks, a->launches,
-                a->sets, a->sets == 1 ? "" : "s", a->bytes / 1e6);
+    std::printf("  all-reduce boundary, R = %d: %d launches per graph, %d buffer set%s of %.1f MB, %s layout\n", a->ranks,
+                a->launches, a->sets, a->sets == 1 ? "" : "s", a->bytes / 1e6, bg::layout_name(a->layout));
     line("fused all-reduce, F32", a->fused, a->bytes);
     line("all-reduce + Draft", a->chain, a->bytes);
     line("floor: cluster launch", a->empty_cluster, 0);
@@ -702,6 +705,7 @@ AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
   a.launches = sched.launches;
   std::vector<PartialSet> sets;
   for (int i = 0; i < a.sets; ++i) sets.push_back(make_partial_set(b.inputs, m, a.ranks, b.stream));
+  a.layout = b.all_reduce.variant_for(m, StreamDtype::f32, true).layout;
   b.all_reduce.prepare(b.all_reduce.variant_for(m, StreamDtype::f32, true), b.stream);
   bg::prepare_all_reduce(b.stream);
   check_all_reduce_bits(b, sets[0], m);
@@ -754,14 +758,16 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
   // Kernel attributes and scratch now: neither may be set up inside a capture.
   const bg::Variant natural = b.fused.variant_for(m, StreamDtype::f32, true);
   r.layout = natural.layout;
-  bg::Variant cta = natural, cluster = natural;
+  bg::Variant cta = natural, cluster = natural, pair = natural, quad = natural;
   cta.layout = bg::Layout::cta;
   cluster.layout = bg::Layout::cluster;
-  for (const bg::Variant& v : {cta, cluster}) b.fused.prepare(v, b.stream);
+  pair.layout = bg::Layout::pair;
+  quad.layout = bg::Layout::quad;
+  for (const bg::Variant& v : {cta, cluster, pair, quad}) b.fused.prepare(v, b.stream);
   b.fused.prepare(b.fused.variant_for(m, StreamDtype::bf16, true), b.stream);
   b.eager.prepare(m, b.stream);
   for (StreamDtype d : {StreamDtype::f32, StreamDtype::bf16}) check_bits(b.fused, b.eager, sets[0], m, d, b.stream, std::nullopt);
-  for (const bg::Variant& v : {cta, cluster}) check_bits(b.fused, b.eager, sets[0], m, StreamDtype::f32, b.stream, v);
+  for (const bg::Variant& v : {cta, cluster, pair, quad}) check_bits(b.fused, b.eager, sets[0], m, StreamDtype::f32, b.stream, v);
 
   const cudaStream_t s = b.stream;
   auto set = [&](int i) -> const BufferSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
@@ -782,6 +788,12 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
   r.cluster_f32 = time_graph(
       s, sched, [&](int i) { b.fused.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s, cluster); },
       "fused, cluster layout");
+  r.pair_f32 = time_graph(
+      s, sched, [&](int i) { b.fused.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s, pair); },
+      "fused, pair layout");
+  r.quad_f32 = time_graph(
+      s, sched, [&](int i) { b.fused.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s, quad); },
+      "fused, quad layout");
   sets.clear();  // the all-reduce sets are bigger: free these first
   if (b.options.ranks > 0) r.all_reduce = measure_all_reduce(b, m);
   return r;
@@ -884,6 +896,7 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
     if (const auto& a = r.all_reduce)
       j["all_reduce_rows"].push_back({{"m", r.m},
                                       {"ranks", a->ranks},
+                                      {"layout", bg::layout_name(a->layout)},
                                       {"buffer_sets", a->sets},
                                       {"launches_per_graph", a->launches},
                                       {"empty_us", r.empty().median_us},
@@ -910,6 +923,8 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
                          {"layout", bg::layout_name(r.layout)},
                          {"cta_f32", timing_json(r.cta_f32)},
                          {"cluster_f32", timing_json(r.cluster_f32)},
+                         {"pair_f32", timing_json(r.pair_f32)},
+                         {"quad_f32", timing_json(r.quad_f32)},
                          {"min_bytes_f32", r.bytes_f32},
                          {"min_bytes_bf16", r.bytes_bf16},
                          {"eager_bytes", r.bytes_eager},

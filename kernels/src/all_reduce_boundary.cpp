@@ -71,12 +71,27 @@ void AllReduceBoundary::check(std::span<const TensorView> partials, const Tensor
   check_stream_and_outputs(stream, outputs, partials[0].shape);
 }
 
+// From boundary_gpu_bench on the H200 (2026-12-03, R = 8, F32 stream stored, us): quad up to m = 8
+// (3.01 / 3.08 at m = 1 / 8; pair 3.77 / 3.84), pair at m = 32 and 132 (4.34 / 8.46; quad 4.52 /
+// 11.10), quad from m = 1024 (57.57 / 423.14 at m = 1024 / 8192; pair 62.72 / 439.28).
 Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
-  return Variant{stream, store_stream, m > max_active_clusters_, pdl, Layout::cluster};
+  const Layout layout = m > 8 && m <= 2 * sm_count_ ? Layout::pair : Layout::quad;
+  return Variant{stream, store_stream, m > sm_count_, pdl, layout};
 }
+
+namespace {
+
+void refuse_cta(const Variant& v) {
+  if (v.layout == Layout::cta)
+    throw InputError("the all-reduce boundary has no cta layout (R partials do not fit its stages): use pair, quad or "
+                     "cluster");
+}
+
+}  // namespace
 
 void AllReduceBoundary::prepare(const Variant& variant, cudaStream_t stream) {
   refuse_during_capture(stream, "AllReduceBoundary::prepare");
+  refuse_cta(variant);
   const DeviceScope scope(device_);
   cuda_check(detail::prepare_all_reduce(), "preparing the all-reduce kernel");
   for (int ranks : {1, kMaxRanks})  // its two builds: one rank, and R ranks
@@ -95,9 +110,11 @@ void AllReduceBoundary::launch(std::span<const TensorView> partials, const Tenso
                                cudaStream_t cuda_stream, std::optional<Variant> variant) {
   const std::int64_t m = partials[0].shape[0];
   const Variant v = variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr);
+  refuse_cta(v);
   AllReduceParams a{};
   a.boundary = params(constants_, operands_, partials[0], stream, outputs);
   a.boundary.branch = nullptr;
+  a.boundary.ctas = sm_count_;
   fill_ranks(partials, a.partials);
   a.ranks = static_cast<int>(partials.size());
   cuda_check(launch_all_reduce_boundary(a, m, v, cuda_stream), "launching the all-reduce boundary kernel");

@@ -23,6 +23,9 @@ namespace {
 
 using namespace boundary::dev;
 
+inline constexpr int kClusterCtas = 8;                           // CTAs per row
+inline constexpr int kClusterThreads = kRowThreads / kClusterCtas;  // threads per CTA, one fragment each
+
 // What the production build writes besides out and new_stream: nothing.
 struct NoIntermediates {};
 
@@ -38,7 +41,7 @@ __device__ __forceinline__ void load_branch_fragment(const AllReduceParams& a, s
 #pragma unroll
     for (int r = 0; r < kMaxRanks; ++r)
       if (r < a.ranks) raw[r] = load_row_16(a.partials[r] + at);
-    all_reduce_fragment(raw, a.ranks, x);
+    all_reduce_fragment(a.ranks, [&](int r) { return raw[r]; }, x);
   }
 }
 
@@ -53,6 +56,7 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
     cluster_boundary_kernel(const AllReduceParams a, const Intermediates d) {
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
   __shared__ ClusterSumScratch post_sum, pre_sum;
+  if (threadIdx.x == 0) cluster_sum_init(post_sum), cluster_sum_init(pre_sum);
   cluster_arrive_started();
   const BoundaryParams& p = a.boundary;
   const std::int64_t row = blockIdx.x / kClusterCtas;
@@ -69,7 +73,7 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
   cluster_wait();  // every CTA of the cluster has started: its shared memory may be stored into
 
   const RowNorm post = norm_fragments(p.post, gamma_in_registers(g.post_gamma), x,
-                                      [&](float t) { return cluster_row_sum(t, post_sum); }, post_factor);
+                                      [&](float t) { return cluster_row_sum<kClusterCtas>(t, post_sum, 0); }, post_factor);
   if constexpr (kDebug) {
     store_cluster_row_value(d.post_row_sum, row, post.row_sum);
     store_cluster_row_value(d.r1, row, post.factor);
@@ -82,12 +86,13 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
     if (d.z) *reinterpret_cast<uint4*>(d.z + at) = pack_bf16x8(x[0]);
   }
   const RowNorm pre = norm_fragments(p.pre, gamma_in_registers(g.pre_gamma), x,
-                                     [&](float t) { return cluster_row_sum(t, pre_sum); });
+                                     [&](float t) { return cluster_row_sum<kClusterCtas>(t, pre_sum, 0); });
   if constexpr (kDebug) {
     store_cluster_row_value(d.pre_row_sum, row, pre.row_sum);
     store_cluster_row_value(d.r2, row, pre.factor);
   }
   *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
+  cluster_leave();
 }
 
 // The instantiation for a variant's stream dtype and storage: pick(bool_constant<kStreamF32>,

@@ -64,16 +64,28 @@ void BoundaryBase::check(const TensorView& branch, const TensorView& stream, con
   check_stream_and_outputs(stream, outputs, shape);
 }
 
-const char* layout_name(Layout l) { return l == Layout::cluster ? "cluster" : "cta"; }
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::cta: return "cta";
+    case Layout::cluster: return "cluster";
+    case Layout::pair: return "pair";
+    case Layout::quad: return "quad";
+  }
+  return "?";
+}
 
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
   return Variant{stream, store_stream, m > sm_count_, pdl, layout_for(m)};
 }
 
-// From boundary_gpu_bench on the H200 (2026-12-03, F32 stream stored): the cluster layout is
-// faster up to m = 32 (2.34 / 2.47 / 3.49 us at m = 1 / 8 / 32 against the cta layout's 3.63 /
-// 3.69 / 3.82), the cta layout from m = 132 (5.27 against 8.68 us).
-Layout BoundaryBase::layout_for(std::int64_t m) const { return m <= 32 ? Layout::cluster : Layout::cta; }
+// From boundary_gpu_bench on the H200 (2026-12-03, F32 stream stored, us): the cluster layout up to
+// m = 32 (2.28 / 2.38 / 3.20 at m = 1 / 8 / 32; pair 2.99 / 3.08 / 3.23, cta 3.80 / 3.84 / 3.92),
+// pair at m = 132 (5.24; cta 5.41, cluster 7.02), cta from m = 1024 (32.03 / 215.93 at
+// m = 1024 / 8192, pair 31.95 / 217.65: the same within the noise).
+Layout BoundaryBase::layout_for(std::int64_t m) const {
+  if (m <= 32) return Layout::cluster;
+  return m <= 2 * sm_count_ ? Layout::pair : Layout::cta;
+}
 
 void DraftBoundary::prepare(const Variant& variant, cudaStream_t stream) {
   refuse_during_capture(stream, "DraftBoundary::prepare");

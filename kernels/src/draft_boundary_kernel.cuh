@@ -1,10 +1,13 @@
-// The fused DraftBoundary kernel in its two layouts (Variant::layout): Layout::cta here, a
-// persistent grid of one CTA of 1024 threads per SM, each CTA running rows blockIdx.x,
-// blockIdx.x + gridDim.x, ... through a ring of row stages in shared memory that the copy engine
-// fills (cp.async.bulk), so that the next rows stream in while one reduces; one 8-column fragment a
-// thread (thread i: columns 8 i .. 8 i + 7, fragment i / 256 of reference thread i % 256), the
-// row sums through the CTA layer of one fragment a thread (row_sum.cuh). Layout::cluster is in
-// cluster_boundary_kernel.cuh.
+// The fused boundary's persistent layouts (Variant::layout cta and ring): a row on a cluster of
+// kCtas CTAs (1: a plain CTA) of 1024 / kCtas threads, one 8-column fragment a thread (CTA j,
+// thread u: columns 8 i .. 8 i + 7 with i = (1024 / kCtas) j + u, fragment i / 256 of reference
+// thread i % 256), the row sums through the CTA layer (kCtas = 1, row_sum.cuh) or the cluster
+// layer (cluster_row_sum.cuh). The grid is persistent: a cluster runs rows c, c + clusters, ...,
+// streaming its slice of each row through a ring of shared-memory stages that the copy engine
+// fills (cp.async.bulk), so that the next rows land while one reduces; gates and weights are
+// loaded once per CTA. It serves the DraftBoundary (one rank: the branch, passed unchanged) and
+// the all-reduce boundary (R partials summed in rank order). Layout::cluster, one row per cluster
+// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh.
 //
 // One source, several builds: the production kernel (draft_boundary_kernel.cu), the debug build
 // that also writes the intermediates (draft_boundary_debug.cu), and the planted-bug builds
@@ -22,7 +25,9 @@
 #include <boundary/mutant.hpp>
 
 #include <algorithm>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
 namespace boundary::gpu::detail {
 
@@ -30,86 +35,81 @@ namespace {
 
 using namespace boundary::dev;
 
-// One row's inputs as the copy engine lands them.
-template <bool kStreamF32>
-struct RowStage {
-  using Stream = std::conditional_t<kStreamF32, float, std::uint16_t>;
-  std::uint16_t branch[kH];
-  Stream stream[kH];
+inline constexpr int kMaxStages = 8;
+
+// A CTA's shared memory before its ring of stages: the gammas of its columns (computed once per
+// CTA; shared memory as room the registers lack), the row sums' scratch (two alternating ones on
+// a cluster, cluster_row_sum) and one barrier a stage.
+template <int kCtas>
+struct RingShared {
+  float post_gamma[kH / kCtas], pre_gamma[kH / kCtas];
+  std::conditional_t<kCtas == 1, FragmentSumScratch, ClusterSumScratch> sum[kCtas == 1 ? 1 : 2];
+  std::uint64_t landed[kMaxStages];
 };
+template <int kCtas>
+inline constexpr std::uint32_t kRingFixedBytes = (sizeof(RingShared<kCtas>) + 127) / 128 * 128;
 
-// A CTA's shared memory: the ring of row stages (as many as fit beside the rest: 3 rows with an
-// F32 stream, 4 with BF16), the weights' gamma (computed once per CTA, each thread's own
-// columns: shared memory as room the registers lack), the row sums' scratch, and one barrier a
-// stage. Over half an SM's shared memory: one CTA per SM.
-template <bool kStreamF32>
-struct CtaShared {
-  static constexpr int kStages = kStreamF32 ? 3 : 4;
-  RowStage<kStreamF32> stage[kStages];
-  float post_gamma[kH], pre_gamma[kH];
-  FragmentSumScratch sum;
-  std::uint64_t landed[kStages];
-};
-static_assert(sizeof(CtaShared<true>) <= 227 * 1024 && sizeof(CtaShared<false>) <= 227 * 1024,
-              "a CTA's shared memory must fit an sm_90 SM");
-
-template <bool kStreamF32>
-__device__ __forceinline__ CtaShared<kStreamF32>& cta_shared() {
-  extern __shared__ __align__(128) unsigned char shared_bytes[];
-  return *reinterpret_cast<CtaShared<kStreamF32>*>(shared_bytes);
+// One stage: this CTA's slice of a row of each rank's partial, then of the stream.
+template <int kCtas, bool kStreamF32>
+__host__ __device__ constexpr std::uint32_t ring_stage_bytes(int ranks) {
+  return static_cast<std::uint32_t>(kH / kCtas) * (2u * static_cast<std::uint32_t>(ranks) + (kStreamF32 ? 4u : 2u));
 }
 
-// Starts the copy of row `row`'s branch and stream into stage `slot`.
-template <bool kStreamF32>
-__device__ __forceinline__ void load_row(const BoundaryParams& p, std::int64_t row, CtaShared<kStreamF32>& sh,
-                                         int slot) {
-  RowStage<kStreamF32>& st = sh.stage[slot];
-  const auto at = static_cast<std::size_t>(row) * kH;
-  barrier_arrive_expect_bytes(&sh.landed[slot], sizeof(st.branch) + sizeof(st.stream));
-  bulk_copy_to_shared(st.branch, p.branch + at, sizeof(st.branch), &sh.landed[slot]);
-  bulk_copy_to_shared(st.stream, static_cast<const typename RowStage<kStreamF32>::Stream*>(p.stream) + at,
-                      sizeof(st.stream), &sh.landed[slot]);
-}
-
-// This thread's fragment of a landed stage: the branch in x, the stream in s (as FP32).
-template <bool kStreamF32>
-__device__ __forceinline__ void read_stage(const RowStage<kStreamF32>& st, int column, float (&x)[kVec],
-                                           float (&s)[kVec]) {
-  unpack_bf16x8(*reinterpret_cast<const uint4*>(st.branch + column), x);
-  if constexpr (kStreamF32) {
-    read_f32x8(st.stream + column, s);
-  } else {
-    unpack_bf16x8(*reinterpret_cast<const uint4*>(st.stream + column), s);
-  }
-}
-
-// A norm's gamma for this thread's columns, from the CTA's copy (norm_fragments' Gamma).
-__device__ __forceinline__ auto gamma_in_shared(const float* gamma, int column) {
-  return [gamma, column](int, float (&g)[kVec]) { read_f32x8(gamma + column, g); };
-}
-
-__device__ __forceinline__ void store_row_value(float* p, std::int64_t row, float v) {
-  if (p && threadIdx.x == 0) p[row] = v;
+__device__ __forceinline__ void store_row_value(float* p, std::int64_t row, float v, bool leader) {
+  if (p && leader && threadIdx.x == 0) p[row] = v;
 }
 
 // The rows of one CTA; the kernels below differ only in what else they write (d).
 //
 // The gates stay in registers and the gammas in shared memory for all the CTA's rows: loaded
 // once, before the PDL wait (overlapping the previous grid's tail) unless late. Thread 0 keeps
-// kStages rows in flight: it refills a stage as soon as the post norm's row sum has passed its
-// barriers, by which time every thread has read that stage.
-template <bool kStreamF32, bool kStore, class Intermediates>
-__device__ __forceinline__ void boundary_rows(const BoundaryParams& p, const Intermediates& d) {
+// p.stages rows in flight: it refills a stage as soon as the post norm's row sum has passed its
+// barriers, by which time every thread of the CTA has read that stage.
+template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
+__device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Intermediates& d) {
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
-  using Shared = CtaShared<kStreamF32>;
-  constexpr int kStages = Shared::kStages;
-  Shared& sh = cta_shared<kStreamF32>();
-  const int column = kVec * static_cast<int>(threadIdx.x);
-  if (threadIdx.x == 0) {
+  constexpr int kSlice = kH / kCtas;
+  using Stream = std::conditional_t<kStreamF32, float, std::uint16_t>;
+  extern __shared__ __align__(128) unsigned char shared_bytes[];
+  RingShared<kCtas>& sh = *reinterpret_cast<RingShared<kCtas>*>(shared_bytes);
+  const BoundaryParams& p = a.boundary;
+  const int ranks = kOneRank ? 1 : a.ranks;
+  const std::uint32_t stage_bytes = ring_stage_bytes<kCtas, kStreamF32>(ranks);
+  const auto stage = [&](int slot) { return shared_bytes + kRingFixedBytes<kCtas> + slot * stage_bytes; };
+  const int part = static_cast<int>(blockIdx.x % kCtas);  // which slice of the row
+  const int local = kVec * static_cast<int>(threadIdx.x);   // this thread's columns in the slice
+  const int column = part * kSlice + local;                 // ... and in the row
+
+  // Starts the copies of this CTA's slice of row `row` into stage `slot`. Unrolled over the
+  // ranks: a run-time index into the parameter array would copy it to local memory.
+  const auto load_row = [&](std::int64_t row, int slot) {
+    unsigned char* st = stage(slot);
+    const std::size_t at = static_cast<std::size_t>(row) * kH + part * kSlice;
+    barrier_arrive_expect_bytes(&sh.landed[slot], stage_bytes);
 #pragma unroll
-    for (int i = 0; i < kStages; ++i) barrier_init(&sh.landed[i], 1);
+    for (int r = 0; r < (kOneRank ? 1 : kMaxRanks); ++r)
+      if (r < ranks) bulk_copy_to_shared(st + r * kSlice * 2, a.partials[r] + at, kSlice * 2, &sh.landed[slot]);
+    bulk_copy_to_shared(st + ranks * kSlice * 2, static_cast<const Stream*>(p.stream) + at, kSlice * sizeof(Stream),
+                        &sh.landed[slot]);
+  };
+  // This thread's fragment of a landed stage: the branch (all-reduced) in x, the stream in s.
+  const auto read_stage = [&](int slot, float (&x)[kVec], float (&s)[kVec]) {
+    const unsigned char* st = stage(slot);
+    const auto rank = [&](int r) { return *reinterpret_cast<const uint4*>(st + r * kSlice * 2 + local * 2); };
+    if constexpr (kOneRank) unpack_bf16x8(rank(0), x);  // one rank: P_0 unchanged
+    else all_reduce_fragment(ranks, rank, x);
+    const unsigned char* stream = st + ranks * kSlice * 2;
+    if constexpr (kStreamF32) read_f32x8(reinterpret_cast<const float*>(stream) + local, s);
+    else unpack_bf16x8(*reinterpret_cast<const uint4*>(reinterpret_cast<const std::uint16_t*>(stream) + local), s);
+  };
+
+  const int stages = p.stages;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < stages; ++i) barrier_init(&sh.landed[i], 1);
+    if constexpr (kCtas > 1) cluster_sum_init(sh.sum[0]), cluster_sum_init(sh.sum[1]);
     fence_proxy_async_shared();
   }
+  if constexpr (kCtas > 1) cluster_arrive_started();
   float alpha[kVec], beta[kVec];
   const bool late = p.late_gates;
   const auto load_gates = [&] {
@@ -117,38 +117,50 @@ __device__ __forceinline__ void boundary_rows(const BoundaryParams& p, const Int
     load_f32x8(p.alpha + c, alpha);
     load_f32x8(p.beta + c, beta);
     float g[kVec];
-    if (has_weight(p.post)) load_gamma(p.post, c, g), store_f32x8(sh.post_gamma + column, g);
-    if (has_weight(p.pre)) load_gamma(p.pre, c, g), store_f32x8(sh.pre_gamma + column, g);
+    if (has_weight(p.post)) load_gamma(p.post, c, g), store_f32x8(sh.post_gamma + local, g);
+    if (has_weight(p.pre)) load_gamma(p.pre, c, g), store_f32x8(sh.pre_gamma + local, g);
   };
   if (!late) load_gates();
   __syncthreads();  // the barriers are initialised
   pdl_wait();
   pdl_launch_dependents();
-  const std::int64_t first = blockIdx.x, step = gridDim.x;
+  const std::int64_t first = blockIdx.x / kCtas, step = gridDim.x / kCtas;
   if (threadIdx.x == 0)
-#pragma unroll
-    for (int i = 0; i < kStages; ++i)
-      if (first + i * step < p.rows) load_row(p, first + i * step, sh, i);
+    for (int i = 0; i < stages; ++i)
+      if (first + i * step < p.rows) load_row(first + i * step, i);
   if (late) load_gates();  // while the first rows' copies are under way
+  if constexpr (kCtas > 1) cluster_wait();  // every CTA of the cluster has started
 
+  std::uint32_t parity = 0;      // of the stage barriers' phases
+  std::uint32_t sum_parity = 0;  // of the row sums' on a cluster: one phase a row
+  const auto post_sum = [&](float t) {
+    if constexpr (kCtas == 1) return cta_fragment_row_sum(t, sh.sum[0]);
+    else return cluster_row_sum<kCtas>(t, sh.sum[0], sum_parity);
+  };
+  const auto pre_sum = [&](float t) {
+    if constexpr (kCtas == 1) return cta_fragment_row_sum(t, sh.sum[0]);
+    else return cluster_row_sum<kCtas>(t, sh.sum[1], sum_parity);
+  };
+  const auto gamma_in_shared = [local](const float* gamma) {
+    return [gamma, local](int, float (&g)[kVec]) { read_f32x8(gamma + local, g); };
+  };
+  const bool leader = part == 0;
   int slot = 0;
-  std::uint32_t parity = 0;
   for (std::int64_t row = first; row < p.rows; row += step) {
     barrier_wait(&sh.landed[slot], parity);
     float x[1][kVec], s[1][kVec];
-    read_stage(sh.stage[slot], column, x[0], s[0]);
-    const auto row_sum = [&](float t) { return cta_fragment_row_sum(t, sh.sum); };
+    read_stage(slot, x[0], s[0]);
 
     // Post norm -> y_b.
-    const RowNorm post = norm_fragments(p.post, gamma_in_shared(sh.post_gamma, column), x, row_sum, post_factor);
-    if (threadIdx.x == 0 && row + kStages * step < p.rows) {
+    const RowNorm post = norm_fragments(p.post, gamma_in_shared(sh.post_gamma), x, post_sum, post_factor);
+    if (threadIdx.x == 0 && row + stages * step < p.rows) {
       fence_proxy_async_shared();
-      load_row(p, row + kStages * step, sh, slot);
+      load_row(row + stages * step, slot);
     }
     const std::size_t at = static_cast<std::size_t>(row) * kH + column;
     if constexpr (kDebug) {
-      store_row_value(d.post_row_sum, row, post.row_sum);
-      store_row_value(d.r1, row, post.factor);
+      store_row_value(d.post_row_sum, row, post.row_sum, leader);
+      store_row_value(d.r1, row, post.factor, leader);
       if (d.y_b) *reinterpret_cast<uint4*>(d.y_b + at) = pack_bf16x8(x[0]);
     }
     // Connection: res (kept in s: it is the new stream), z = bf16(res) (in x).
@@ -159,75 +171,159 @@ __device__ __forceinline__ void boundary_rows(const BoundaryParams& p, const Int
       if (d.z) *reinterpret_cast<uint4*>(d.z + at) = pack_bf16x8(x[0]);
     }
     // Pre norm -> out.
-    const RowNorm pre = norm_fragments(p.pre, gamma_in_shared(sh.pre_gamma, column), x, row_sum);
+    const RowNorm pre = norm_fragments(p.pre, gamma_in_shared(sh.pre_gamma), x, pre_sum);
     if constexpr (kDebug) {
-      store_row_value(d.pre_row_sum, row, pre.row_sum);
-      store_row_value(d.r2, row, pre.factor);
+      store_row_value(d.pre_row_sum, row, pre.row_sum, leader);
+      store_row_value(d.r2, row, pre.factor, leader);
     }
     *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
-    if (++slot == kStages) slot = 0, parity ^= 1u;
+    if (++slot == stages) slot = 0, parity ^= 1u;
+    sum_parity ^= 1u;
   }
+  if constexpr (kCtas > 1) cluster_leave();
 }
 
-template <bool kStreamF32, bool kStore>
-__global__ void __launch_bounds__(kRowThreads, 1) draft_boundary_kernel(const BoundaryParams p) {
-  boundary_rows<kStreamF32, kStore>(p, NoIntermediates{});
+// At most 64 registers a thread: 1024 of them fill an SM's register file.
+template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
+__global__ void __launch_bounds__(kRowThreads / kCtas, kCtas) ring_kernel(const AllReduceParams a, const Intermediates d) {
+  ring_rows<kCtas, kStreamF32, kStore, kOneRank>(a, d);
 }
 
-// The debug build: the same rows, also writing the intermediates d asks for.
-template <bool kStreamF32, bool kStore>
-__global__ void __launch_bounds__(kRowThreads, 1) draft_boundary_debug_kernel(const BoundaryParams p,
-                                                                             const DeviceIntermediates d) {
-  boundary_rows<kStreamF32, kStore>(p, d);
-}
-
-// The production (kDebug false) or debug kernel of a variant. A template, so that a build
-// instantiates only the kernels it launches.
-template <bool kDebug>
-auto kernel_for(const Variant& v) {
+template <int kCtas, bool kOneRank, class Intermediates>
+auto ring_kernel_for(const Variant& v) {
   return for_variant(v, [](auto f32, auto store) {
-    constexpr bool kF32 = decltype(f32)::value, kStore = decltype(store)::value;
-    if constexpr (kDebug) return draft_boundary_debug_kernel<kF32, kStore>;
-    else return draft_boundary_kernel<kF32, kStore>;
+    return ring_kernel<kCtas, decltype(f32)::value, decltype(store)::value, kOneRank, Intermediates>;
   });
 }
 
-inline std::size_t cta_shared_bytes(const Variant& v) {
-  return v.stream == StreamDtype::f32 ? sizeof(CtaShared<true>) : sizeof(CtaShared<false>);
+// A variant's ring: its stage size and how many stages fit beside the fixed part. A CTA takes
+// all of an SM's shared memory with one CTA a row (the ring needs the room), and at most half on
+// a cluster, so that two clusters' CTAs share an SM and one's row sums hide behind the other's.
+struct Ring {
+  std::uint32_t stage_bytes;
+  int stages;
+};
+
+template <int kCtas>
+Ring ring_for(const Variant& v, int ranks) {
+  constexpr std::size_t kBudget = kCtas == 1 ? 227 * 1024 : 113 * 1024;
+  Ring r{};
+  r.stage_bytes = v.stream == StreamDtype::f32 ? ring_stage_bytes<kCtas, true>(ranks) : ring_stage_bytes<kCtas, false>(ranks);
+  r.stages = std::clamp(static_cast<int>((kBudget - kRingFixedBytes<kCtas>) / r.stage_bytes), 1, kMaxStages);
+  return r;
 }
 
-// Lets the variant's kernel have its shared memory (above the 48 KB default) and loads its module
-// now, not lazily at its first launch. Host-side only: also allowed during a capture.
-template <bool kDebug>
-cudaError_t allow_cta_kernel(const Variant& v) {
-  return cudaFuncSetAttribute(kernel_for<kDebug>(v), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(cta_shared_bytes(v)));
+// Clusters (CTAs, for kCtas = 1) of a kernel resident at once with `shared` bytes each; asked
+// once per kernel, size and device (an occupancy query costs microseconds).
+template <int kCtas, class Kernel>
+cudaError_t resident_groups(Kernel kernel, std::size_t shared, int sm_count, int* groups) {
+  struct Entry {
+    const void* kernel;
+    std::size_t shared;
+    int device, groups;
+  };
+  static std::mutex mutex;
+  static std::vector<Entry> cache;
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const std::lock_guard lock(mutex);
+  for (const Entry& c : cache)
+    if (c.kernel == reinterpret_cast<const void*>(kernel) && c.shared == shared && c.device == device)
+      return *groups = c.groups, cudaSuccess;
+  cudaError_t e = cudaSuccess;
+  if constexpr (kCtas == 1) {
+    int per_sm = 0;
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRowThreads, shared);
+    *groups = per_sm * sm_count;
+  } else {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(kCtas);
+    config.blockDim = dim3(kRowThreads / kCtas);
+    config.dynamicSmemBytes = shared;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = kCtas;
+    attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    e = cudaOccupancyMaxActiveClusters(groups, kernel, &config);
+  }
+  if (e == cudaSuccess && *groups < 1) e = cudaErrorInvalidConfiguration;
+  if (e == cudaSuccess) cache.push_back({reinterpret_cast<const void*>(kernel), shared, device, *groups});
+  return e;
+}
+
+// m rows of a (R = a.ranks partials; 1 with kOneRank) in the persistent layout of kCtas CTAs a
+// row, with v's gates and PDL: as many clusters as are resident at once, fewer when that
+// leaves the rows per cluster the same (the slowest cluster sets the time).
+template <int kCtas, bool kOneRank, class Intermediates>
+cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
+                        const Intermediates& d) {
+  const auto kernel = ring_kernel_for<kCtas, kOneRank, Intermediates>(v);
+  const Ring ring = ring_for<kCtas>(v, kOneRank ? 1 : a.ranks);
+  const std::size_t shared = kRingFixedBytes<kCtas> + static_cast<std::size_t>(ring.stages) * ring.stage_bytes;
+  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+      e != cudaSuccess)
+    return e;
+  int resident = 0;
+  if (const cudaError_t e = resident_groups<kCtas>(kernel, shared, a.boundary.ctas, &resident); e != cudaSuccess) return e;
+  const std::int64_t per = (m + resident - 1) / resident;
+  const std::int64_t clusters = (m + per - 1) / per;
+  AllReduceParams q = a;
+  q.boundary.late_gates = v.late_gates;
+  q.boundary.rows = m;
+  q.boundary.stages = ring.stages;
+  return launch_pdl_cluster(kernel, dim3(static_cast<unsigned>(clusters * kCtas)), dim3(kRowThreads / kCtas), kCtas,
+                            shared, v.pdl, s, q, d);
+}
+
+// Loads a ring kernel now, not lazily at its first launch (which may be inside a capture).
+template <int kCtas, bool kOneRank, class Intermediates>
+cudaError_t prepare_ring(const Variant& v) {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, ring_kernel_for<kCtas, kOneRank, Intermediates>(v));
+}
+
+// The persistent layouts on a (one rank with kOneRank): cta, pair and quad.
+// R partials do not fit the cta layout's one CTA a row (a stage of 8 is 160 KB): the all-reduce
+// boundary has no cta layout (its host API refuses it), and it is never built.
+template <bool kOneRank, class Intermediates>
+cudaError_t launch_persistent(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
+                              const Intermediates& d) {
+  switch (v.layout) {
+    case Layout::pair: return launch_ring<2, kOneRank>(a, m, v, s, d);
+    case Layout::quad: return launch_ring<4, kOneRank>(a, m, v, s, d);
+    default:
+      if constexpr (kOneRank) return launch_ring<1, kOneRank>(a, m, v, s, d);
+      else return cudaErrorNotSupported;
+  }
+}
+
+template <bool kOneRank, class Intermediates>
+cudaError_t prepare_persistent(const Variant& v) {
+  switch (v.layout) {
+    case Layout::pair: return prepare_ring<2, kOneRank, Intermediates>(v);
+    case Layout::quad: return prepare_ring<4, kOneRank, Intermediates>(v);
+    default:
+      if constexpr (kOneRank) return prepare_ring<1, kOneRank, Intermediates>(v);
+      else return cudaErrorNotSupported;
+  }
 }
 
 // m rows in the variant's layout, with its gates and PDL; d: NoIntermediates (production and
-// planted-bug builds) or the debug build's DeviceIntermediates. The cta layout runs
-// min(m, p.ctas) CTAs.
+// planted-bug builds) or the debug build's DeviceIntermediates.
 template <class Intermediates>
 cudaError_t launch_layout(const BoundaryParams& p, std::int64_t m, const Variant& v, cudaStream_t s,
                           const Intermediates& d) {
   if (v.layout == Layout::cluster) return launch_cluster_rows<true>(single_rank(p), m, v, s, d);
-  BoundaryParams q = p;
-  q.late_gates = v.late_gates;
-  q.rows = m;
-  constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
-  if (const cudaError_t e = allow_cta_kernel<kDebug>(v); e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(m, p.ctas)));
-  // kernel_for<kDebug>: a dependent name, so that a build instantiates only its own kernels.
-  if constexpr (kDebug)
-    return launch_pdl_shared(kernel_for<kDebug>(v), grid, dim3(kRowThreads), cta_shared_bytes(v), v.pdl, s, q, d);
-  else
-    return launch_pdl_shared(kernel_for<kDebug>(v), grid, dim3(kRowThreads), cta_shared_bytes(v), v.pdl, s, q);
+  return launch_persistent<true>(single_rank(p), m, v, s, d);
 }
 
+// Loads the variant's kernel now, not lazily at its first launch (which may be inside a capture).
 template <class Intermediates>
 cudaError_t prepare_layout(const Variant& v) {
   if (v.layout == Layout::cluster) return prepare_cluster_rows<true, Intermediates>(v);
-  return allow_cta_kernel<!std::is_same_v<Intermediates, NoIntermediates>>(v);
+  return prepare_persistent<true, Intermediates>(v);
 }
 
 }  // namespace

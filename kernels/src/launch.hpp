@@ -21,7 +21,8 @@ struct BoundaryParams {
   dev::NormArgs post, pre;
   bool late_gates;
   std::int64_t rows;  // m (set by the launcher)
-  int ctas;           // the cta layout's persistent grid: one CTA per SM, so the device's SM count
+  int ctas;           // the device's SM count (the persistent layouts' grids follow from it)
+  int stages;         // the persistent layouts' ring: row stages in shared memory (set by the launcher)
 };
 
 // Fused DraftBoundary, m rows in v's layout.

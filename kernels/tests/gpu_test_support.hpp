@@ -671,12 +671,22 @@ inline void run_launch(Subject& s, const Launch& l, const TensorView& branch, co
 
 // How much of the variant matrix one m gets.
 enum class Coverage {
-  full,  // the eager chain stored / not, the default variant stored / not, and all 16 forced variants
+  full,  // the eager chain stored / not, the default variant stored / not, and all 32 forced variants
   some,  // the eager chain, the default variant stored / not, the late-gates choice and the layout flipped without PDL
   few,   // the eager chain, the default variant, one forced variant (flipped, not stored, no PDL, the other layout)
 };
 
-inline gpu::Layout other_layout(gpu::Layout l) { return l == gpu::Layout::cta ? gpu::Layout::cluster : gpu::Layout::cta; }
+// A layout other than l, chosen so that each is forced where it is not the natural one: quad at
+// small m, cta between, pair at large m.
+inline gpu::Layout other_layout(gpu::Layout l) {
+  switch (l) {
+    case gpu::Layout::cluster: return gpu::Layout::quad;
+    case gpu::Layout::pair: return gpu::Layout::cta;
+    case gpu::Layout::cta: return gpu::Layout::pair;
+    case gpu::Layout::quad: return gpu::Layout::cluster;
+  }
+  return gpu::Layout::cta;
+}
 
 inline std::vector<Launch> launches(Coverage c, const gpu::BoundaryBase& b, std::int64_t m, StreamDtype sd) {
   const Variant natural = b.variant_for(m, sd, true);
@@ -693,7 +703,7 @@ inline std::vector<Launch> launches(Coverage c, const gpu::BoundaryBase& b, std:
     return l;
   }
   l.push_back({Impl::eager, false, std::nullopt});
-  for (gpu::Layout layout : {gpu::Layout::cta, gpu::Layout::cluster})
+  for (gpu::Layout layout : gpu::kAllLayouts)
     for (bool store : {true, false})
       for (bool late_gates : {false, true})
         for (bool pdl : {false, true}) l.push_back({Impl::fused, store, Variant{sd, store, late_gates, pdl, layout}});

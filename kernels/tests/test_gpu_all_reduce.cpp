@@ -162,15 +162,17 @@ void check_all_paths(AllReduceSubject& s, const HostPartials& h, std::int64_t ma
     const ExpectedAllReduce want = emulate_all_reduce(s.base, h, sd, rows);
     for (std::int64_t m : ms) {
       if (m < 1 || m > rows) continue;
-      CHECK(s.fused.variant_for(m, sd, true).late_gates == (m > wave));
+      CHECK(s.fused.variant_for(m, sd, true).late_gates == (m > s.fused.sm_count()));
       const std::int64_t first = m == 1 ? 7 : 0;
       for (Path p : {Path::fused, Path::then_eager, Path::then_draft})
         for (bool store : {true, false}) check_path(s, d, want, sd, m, first, p, store, std::nullopt, bench, branch, data_name);
       if (m != 1 && m != wave + 1) continue;
-      for (bool store : {true, false})
-        for (bool late : {false, true})
-          for (bool pdl : {false, true})
-            check_path(s, d, want, sd, m, first, Path::fused, store, Variant{sd, store, late, pdl}, bench, branch, data_name);
+      for (gpu::Layout layout : {gpu::Layout::cluster, gpu::Layout::pair, gpu::Layout::quad})
+        for (bool store : {true, false})
+          for (bool late : {false, true})
+            for (bool pdl : {false, true})
+              check_path(s, d, want, sd, m, first, Path::fused, store, Variant{sd, store, late, pdl, layout}, bench, branch,
+                         data_name);
     }
   }
 }
@@ -291,6 +293,11 @@ TEST_CASE("all-reduce host API: partials refused by count, shape, dtype, alignme
   CHECK_FALSE(s.fused.takes(good, short_stream));
   CHECK_THROWS_WITH_AS(s.fused.run(good, short_stream, outputs, cuda_stream), doctest::Contains("'stream' has shape [1, 8192]"),
                        InputError);
+  // The cta layout does not exist for the all-reduce boundary: a clear refusal, not a launch error.
+  Variant cta = s.fused.variant_for(m, StreamDtype::f32, false);
+  cta.layout = gpu::Layout::cta;
+  CHECK_THROWS_WITH_AS(s.fused.run(good, sv, outputs, cuda_stream, cta), doctest::Contains("no cta layout"), InputError);
+  CHECK_THROWS_WITH_AS(s.fused.prepare(cta), doctest::Contains("no cta layout"), InputError);
   // prepare() during a capture of its stream is refused, as DraftBoundary's is.
   const Stream capturing(cudaStreamNonBlocking);
   Capture capture(capturing, cudaStreamCaptureModeThreadLocal);

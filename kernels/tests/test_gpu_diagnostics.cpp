@@ -136,7 +136,14 @@ std::int64_t rows_differing(const Tensors& got, const Tensors& want, bool store)
   return n;
 }
 
-constexpr gpu::Layout kLayouts[] = {gpu::Layout::cta, gpu::Layout::cluster};
+constexpr const auto& kLayouts = gpu::kAllLayouts;
+
+std::vector<std::pair<bool, gpu::Layout>> layouts_stored_or_not() {
+  std::vector<std::pair<bool, gpu::Layout>> all;
+  for (gpu::Layout layout : kLayouts)
+    for (bool store : {true, false}) all.emplace_back(store, layout);
+  return all;
+}
 
 // The launch a mutant is tried with in a layout: the late-gates bug needs late gates, the others
 // early gates (the default for these few rows).
@@ -157,8 +164,7 @@ TEST_CASE("debug build: production outputs bit for bit, the emulator's intermedi
       const Stream stream;
       for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) {
         const Tensors want = emulate_all(s, data.rows, sd);
-        for (const auto& [store, layout] : {std::pair{true, gpu::Layout::cta}, std::pair{false, gpu::Layout::cta},
-                                            std::pair{true, gpu::Layout::cluster}, std::pair{false, gpu::Layout::cluster}}) {
+        for (const auto& [store, layout] : layouts_stored_or_not()) {
           Variant v = s.fused.variant_for(m, sd, store);
           v.layout = layout;
           const std::string context = s.name + " | " + data.name + " | " + describe(v);

@@ -117,26 +117,24 @@ void check_junit(const std::string& xml, std::size_t failures) {
 
 }  // namespace
 
-TEST_CASE("variants: all 35 by name, 16 fused per layout; a list picks some; an unknown name is an InputError naming it") {
+TEST_CASE("variants: all 67 by name, 16 fused per layout; a list picks some; an unknown name is an InputError naming it") {
   const auto all = cli::all_gate_variants();
-  CHECK(all.size() == 35);
+  CHECK(all.size() == 67);
   CHECK(all.front().name == "eager");
   CHECK(all.back().name == "all-reduce");
-  const auto fused_in = [&](bool cluster) {
-    return std::count_if(all.begin(), all.end(), [&](const auto& v) {
-      return v.kind == cli::GateVariant::Kind::fused && v.cluster == cluster;
-    });
-  };
-  CHECK(fused_in(false) == 16);
-  CHECK(fused_in(true) == 16);
+  for (const auto layout : cli::kGateLayouts)
+    CHECK(std::count_if(all.begin(), all.end(), [&](const auto& v) {
+            return v.kind == cli::GateVariant::Kind::fused && v.layout == layout;
+          }) == 16);
+  CHECK(std::count_if(all.begin(), all.end(), [](const auto& v) { return v.name == "f32-store-late-pdl-quad"; }) == 1);
   CHECK(std::count_if(all.begin(), all.end(), [](const auto& v) { return v.name == "bf16-nostore-late-nopdl"; }) == 1);
   const auto some = cli::parse_gate_variants("graph,f32-store-early-pdl,graph,bf16-nostore-late-nopdl-cluster");
   REQUIRE(some.size() == 3);
   CHECK(some[1].late_gates == false);
-  CHECK_FALSE(some[1].cluster);
+  CHECK(some[1].layout == cli::GateVariant::Layout::cta);
   CHECK(some[1].runs_on(StreamDtype::f32));
   CHECK_FALSE(some[1].runs_on(StreamDtype::bf16));
-  CHECK(some[2].cluster);
+  CHECK(some[2].layout == cli::GateVariant::Layout::cluster);
   CHECK(some[2].late_gates);
   CHECK_FALSE(some[2].store);
   CHECK(some[2].runs_on(StreamDtype::bf16));

@@ -22,23 +22,30 @@ namespace boundary::cli {
 
 // One GPU implementation the gate runs. Names: "eager", "graph", and the fused kernel's
 // "<f32|bf16>-<store|nostore>-<early|late>-<pdl|nopdl>" in its cta layout (e.g.
-// "f32-store-early-pdl") and the same with "-cluster" in its cluster layout.
+// "f32-store-early-pdl") and the same with "-cluster", "-pair" or "-quad" in those layouts
+// (boundary::gpu::Layout).
 // all_reduce: the fused all-reduce boundary with the suite's branch as its one rank partial
 // (contract section 7: one rank passes P_0 unchanged, so it owes the same bits as the others).
 // external: the command of --implementation (external.hpp), the gate's only implementation then.
 struct GateVariant {
   enum class Kind { eager, fused, graph, all_reduce, external };
+  enum class Layout { cta, cluster, pair, quad };  // boundary::gpu::Layout, without the GPU headers
   std::string name;
   Kind kind = Kind::fused;
   std::optional<StreamDtype> stream;  // fused: the stream dtype it is compiled for; else any
   bool store = true;
   bool late_gates = false;
   bool pdl = true;
-  bool cluster = false;  // fused: the cluster layout (gpu::Layout::cluster), else the cta layout
+  Layout layout = Layout::cta;  // fused
   bool runs_on(StreamDtype suite_stream) const { return !stream || *stream == suite_stream; }
 };
 
-// Every implementation, in report order: eager, the 32 fused variants (16 per layout), graph, all-reduce.
+// A layout's name: "cta", "cluster", "pair", "quad".
+const char* layout_word(GateVariant::Layout);
+inline constexpr GateVariant::Layout kGateLayouts[] = {GateVariant::Layout::cta, GateVariant::Layout::cluster,
+                                                        GateVariant::Layout::pair, GateVariant::Layout::quad};
+
+// Every implementation, in report order: eager, the 64 fused variants (16 per layout), graph, all-reduce.
 std::vector<GateVariant> all_gate_variants();
 // "a,b,c" (or "all"); InputError naming the unknown one and listing the known.
 std::vector<GateVariant> parse_gate_variants(const std::string& list);

@@ -27,17 +27,28 @@ using namespace gate_parts;
 
 std::filesystem::path default_fixtures_dir() { return BOUNDARY_FIXTURES_DIR; }
 
+const char* layout_word(GateVariant::Layout l) {
+  switch (l) {
+    case GateVariant::Layout::cta: return "cta";
+    case GateVariant::Layout::cluster: return "cluster";
+    case GateVariant::Layout::pair: return "pair";
+    case GateVariant::Layout::quad: return "quad";
+  }
+  return "?";
+}
+
 std::vector<GateVariant> all_gate_variants() {
   std::vector<GateVariant> all;
   all.push_back({"eager", GateVariant::Kind::eager, std::nullopt, true, false, true});
-  for (const bool cluster : {false, true})
+  for (const GateVariant::Layout layout : kGateLayouts)
     for (const StreamDtype d : {StreamDtype::f32, StreamDtype::bf16})
       for (const bool store : {true, false})
         for (const bool late : {false, true})
           for (const bool pdl : {true, false})
             all.push_back({std::string(d == StreamDtype::f32 ? "f32" : "bf16") + (store ? "-store" : "-nostore") +
-                               (late ? "-late" : "-early") + (pdl ? "-pdl" : "-nopdl") + (cluster ? "-cluster" : ""),
-                           GateVariant::Kind::fused, d, store, late, pdl, cluster});
+                               (late ? "-late" : "-early") + (pdl ? "-pdl" : "-nopdl") +
+                               (layout == GateVariant::Layout::cta ? "" : std::string("-") + layout_word(layout)),
+                           GateVariant::Kind::fused, d, store, late, pdl, layout});
   all.push_back({"graph", GateVariant::Kind::graph, std::nullopt, true, false, true});
   all.push_back({"all-reduce", GateVariant::Kind::all_reduce, std::nullopt, true, false, true});
   return all;

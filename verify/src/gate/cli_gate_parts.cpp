@@ -206,7 +206,7 @@ std::size_t compare_run(const BoundSuite& s, const std::string& variant, const s
 
 std::string variant_metadata(const GateVariant& v, StreamDtype stream) {
   return std::string("stream=") + dtype_word(stream) + ",store_stream=" + (v.store ? "1" : "0") +
-         ",late_gates=" + (v.late_gates ? "1" : "0") + ",pdl=" + (v.pdl ? "1" : "0") + ",layout=" + (v.cluster ? "cluster" : "cta") +
+         ",late_gates=" + (v.late_gates ? "1" : "0") + ",pdl=" + (v.pdl ? "1" : "0") + ",layout=" + layout_word(v.layout) +
          ",gate_variant=" + v.name;
 }
 

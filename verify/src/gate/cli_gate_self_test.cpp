@@ -80,9 +80,9 @@ Caught kernel_mutants_on_suites(const SelfTestOptions& o, const Constants& base,
         // Rows caught in the layout that catches fewer: a planted bug counts as caught only when
         // it is caught in both layouts.
         std::int64_t fewest = -1;
-        for (const bool cluster : {false, true}) {
+        for (const GateVariant::Layout layout : kGateLayouts) {
           GateVariant v{"mutant", GateVariant::Kind::fused, spec.stream, true,
-                        m == Mutant::late_gates_wrong_columns, true, cluster};
+                        m == Mutant::late_gates_wrong_columns, true, layout};
           const std::int64_t n = rows_caught(expected, o.gpu_hook.run_mutant(m, s->constants, s->bound, v));
           fewest = fewest < 0 ? n : std::min(fewest, n);
         }

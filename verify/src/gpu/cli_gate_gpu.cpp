@@ -22,10 +22,19 @@ using gpu_runs::check;
 // poisoned buffer, not the copy.
 constexpr unsigned kProducerDelayNs = 100'000;
 
+gpu::Layout gpu_layout(GateVariant::Layout l) {
+  switch (l) {
+    case GateVariant::Layout::cluster: return gpu::Layout::cluster;
+    case GateVariant::Layout::pair: return gpu::Layout::pair;
+    case GateVariant::Layout::quad: return gpu::Layout::quad;
+    case GateVariant::Layout::cta: break;
+  }
+  return gpu::Layout::cta;
+}
+
 gpu::Variant launch_variant(const GateVariant& v, const gpu::DraftBoundary& b, const BoundTensors& bound) {
   if (v.kind == GateVariant::Kind::graph) return b.variant_for(bound.m, bound.inputs.stream_dtype, true, true);
-  return gpu::Variant{bound.inputs.stream_dtype, v.store, v.late_gates, v.pdl,
-                      v.cluster ? gpu::Layout::cluster : gpu::Layout::cta};
+  return gpu::Variant{bound.inputs.stream_dtype, v.store, v.late_gates, v.pdl, gpu_layout(v.layout)};
 }
 
 StageValues to_stage_values(std::int64_t m, gpu_runs::KernelOutputs&& k) {

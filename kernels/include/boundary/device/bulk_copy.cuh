@@ -51,4 +51,40 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                : "memory");
 }
 
+// The address of p (in this CTA's shared memory) in the shared memory of the cluster's CTA `rank`.
+__device__ __forceinline__ std::uint32_t cluster_shared_address(const void* p, std::uint32_t rank) {
+  std::uint32_t a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(shared_address(p)), "r"(rank));
+  return a;
+}
+
+// Copies [src, src + bytes) of this CTA's shared memory to the same place in the cluster's CTA
+// `rank`, whose barrier at the same place as bar counts the bytes. The threads that wrote src must
+// have passed fence_proxy_async_shared() and then a barrier with this one.
+__device__ __forceinline__ void bulk_copy_to_cluster_cta(const void* src, std::uint32_t bytes, std::uint64_t* bar,
+                                                         std::uint32_t rank) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          cluster_shared_address(src, rank)),
+      "r"(shared_address(src)), "r"(bytes), "r"(cluster_shared_address(bar, rank))
+      : "memory");
+}
+
+// barrier_wait for bytes that other CTAs of the cluster landed: acquire at cluster scope.
+__device__ __forceinline__ void barrier_wait_cluster(std::uint64_t* bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "wait:\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra wait;\n\t}" ::"r"(shared_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// Makes this thread's barrier initialisations visible to the other CTAs of the cluster (whose
+// copies complete on them), before a cluster barrier.
+__device__ __forceinline__ void fence_barrier_init_cluster() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
 }  // namespace boundary::dev

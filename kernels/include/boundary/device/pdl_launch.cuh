@@ -10,21 +10,37 @@ namespace boundary::dev {
 
 // With pdl, the kernel may start while the previous kernel in the stream still runs (until its
 // griddepcontrol.wait). cudaLaunchKernelEx returns this launch's own error, never one left over
-// from an earlier call. shared_bytes: the dynamic shared memory of each CTA.
+// from an earlier call. shared_bytes: the dynamic shared memory of each CTA; cluster_ctas: CTAs
+// per cluster (1: no clusters, or those of the kernel's __cluster_dims__).
 template <class... Params, class... Args>
-cudaError_t launch_pdl_shared(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes, bool pdl,
-                              cudaStream_t stream, Args... args) {
+cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster_ctas,
+                               std::size_t shared_bytes, bool pdl, cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1]{};
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attribute[2]{};
+  unsigned n = 0;
+  if (pdl) {
+    attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster_ctas > 1) {
+    attribute[n].id = cudaLaunchAttributeClusterDimension;
+    attribute[n].val.clusterDim.x = cluster_ctas;
+    attribute[n].val.clusterDim.y = 1;
+    attribute[n++].val.clusterDim.z = 1;
+  }
   config.attrs = attribute;
-  config.numAttrs = pdl ? 1 : 0;
+  config.numAttrs = n;
   return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+template <class... Params, class... Args>
+cudaError_t launch_pdl_shared(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes, bool pdl,
+                              cudaStream_t stream, Args... args) {
+  return launch_pdl_cluster(kernel, grid, block, 1, shared_bytes, pdl, stream, args...);
 }
 
 template <class... Params, class... Args>

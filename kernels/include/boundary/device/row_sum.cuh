@@ -79,14 +79,10 @@ __device__ __forceinline__ float thread_sum_of_pairs(const float* first, int str
   return s;
 }
 
-// CTA layer with one fragment a thread: kRowThreads = 1024 threads on a row, thread 256 k + t
-// holding fragment k of reference thread t (so thread i owns columns 8 i .. 8 i + 7). The chunk
-// pairs meet in shared memory; threads 0 .. 255 (the reference CTA: warps 0 .. 7) add reference
-// thread t's four in fragment order, run the warp layer, and the warp totals are added in warp
-// order by every thread. Two barriers, none at entry: one scratch serves every row sum of a CTA,
-// since a thread writes the next sum's chunk pairs only after the second barrier of this one,
-// which every read of this sum's chunk pairs precedes, and the next sum's warp totals only after
-// its first barrier, which every read of this sum's totals precedes.
+// One fragment a thread: kRowThreads = 1024 fragments on a row, fragment i (columns 8 i .. 8 i + 7)
+// being fragment i / 256 of reference thread i % 256. The chunk pairs meet in shared memory
+// (chunk_pairs[i]); the CTA layer below and the cluster layer (cluster_row_sum.cuh) differ only
+// in how they get there.
 inline constexpr int kRowThreads = kFragments * kThreads;
 
 struct FragmentSumScratch {
@@ -94,16 +90,29 @@ struct FragmentSumScratch {
   float warp_totals[kWarps];
 };
 
-__device__ __forceinline__ float cta_fragment_row_sum(float chunk_pair, FragmentSumScratch& scratch) {
-  const unsigned i = threadIdx.x;
-  scratch.chunk_pairs[i] = chunk_pair;
-  __syncthreads();
-  if (i < kThreads) {
-    const float s = warp_butterfly_sum(thread_sum_of_pairs(&scratch.chunk_pairs[i], kThreads));
-    if ((i & 31) == 0) scratch.warp_totals[i >> 5] = s;
+// From a row's chunk pairs in scratch (all of them stored and visible to this CTA) to its S, in
+// every thread: reference thread t's four are added in fragment order, the warp layer runs on
+// the reference warps, and the warp totals are added in warp order. Thread u of a CTA of
+// cta_threads takes reference threads u, u + cta_threads, ... (below 256): whole warps, so that
+// the butterfly has its 32 lanes. One barrier.
+__device__ __forceinline__ float fragment_pairs_row_sum(FragmentSumScratch& scratch, unsigned cta_threads) {
+  for (unsigned t = threadIdx.x; t < kThreads; t += cta_threads) {
+    const float s = warp_butterfly_sum(thread_sum_of_pairs(&scratch.chunk_pairs[t], kThreads));
+    if ((t & 31) == 0) scratch.warp_totals[t >> 5] = s;
   }
   __syncthreads();
   return warp_totals_sum(scratch.warp_totals);
+}
+
+// CTA layer with one fragment a thread: 1024 threads on a row, thread i holding fragment i. Two
+// barriers, none at entry: one scratch serves every row sum of a CTA, since a thread writes the
+// next sum's chunk pairs only after the second barrier of this one, which every read of this
+// sum's chunk pairs precedes, and the next sum's warp totals only after its first barrier, which
+// every read of this sum's totals precedes.
+__device__ __forceinline__ float cta_fragment_row_sum(float chunk_pair, FragmentSumScratch& scratch) {
+  scratch.chunk_pairs[threadIdx.x] = chunk_pair;
+  __syncthreads();
+  return fragment_pairs_row_sum(scratch, kRowThreads);
 }
 
 // rsqrt(fma(S, 2^-13, eps)).

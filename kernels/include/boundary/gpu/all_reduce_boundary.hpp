@@ -24,7 +24,8 @@ void launch_all_reduce(std::span<const TensorView> partials, const TensorView& b
 // Readies the all-reduce kernel for a CUDA graph capture (refused during one).
 void prepare_all_reduce(cudaStream_t stream = nullptr);
 
-// The fused all-reduce boundary: one cluster of 8 CTAs per row.
+// The fused all-reduce boundary: the layouts pair, quad (persistent clusters, each CTA streaming
+// its slice of every rank's partial through shared memory) and cluster; no cta layout.
 class AllReduceBoundary : public BoundaryBase {
  public:
   AllReduceBoundary(const Constants& constants, const Operands& operands);
@@ -34,8 +35,9 @@ class AllReduceBoundary : public BoundaryBase {
   bool takes(std::span<const TensorView> partials, const TensorView& stream) const;
   // The same, throwing InputError that names the tensor ("partials[2]") and what was expected.
   void check(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs) const;
-  // Late gates when m exceeds the clusters resident at once (one wave).
+  // Late gates when m exceeds the SM count; the layout measured fastest for m on the H200.
   Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const override;
+  // Clusters of the cluster layout resident at once (one wave of its rows).
   int max_active_clusters() const { return max_active_clusters_; }
 
   void prepare(const Variant& variant, cudaStream_t stream = nullptr);

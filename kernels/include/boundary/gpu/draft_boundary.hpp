@@ -50,14 +50,18 @@ struct Outputs {
   TensorView new_stream;
 };
 
-// How the fused DraftBoundary lays rows out on the GPU; the bits never depend on it (contract
-// section 8), only the time does.
-// - cta: a persistent grid of one CTA of 1024 threads per SM (min(m, SM count) CTAs), one 8-column
-//   fragment a thread, rows strided over the CTAs; each CTA loads its gates and weights once and
-//   streams its rows through a ring of shared-memory stages filled by bulk copies.
-// - cluster: one row per cluster of 8 CTAs of 128 threads, one fragment a thread (the all-reduce
-//   boundary's layout): m clusters; spreading a row over 8 SMs cuts the latency of small m.
-enum class Layout : std::uint8_t { cta, cluster };
+// How a fused boundary lays rows out on the GPU; the bits never depend on it (contract section 8),
+// only the time does. Every layout has one 8-column fragment a thread.
+// - cta: a persistent grid of one CTA of 1024 threads per SM, rows strided over the CTAs; each CTA
+//   loads its gates and weights once and streams its rows through a ring of shared-memory stages
+//   that bulk copies fill. DraftBoundary only (R partials do not fit its stages).
+// - pair, quad: the same on clusters of 2 (4) CTAs of 512 (256) threads, each CTA a half (a
+//   quarter) of every row of its cluster, the row sums completed across the cluster; two clusters'
+//   CTAs share an SM.
+// - cluster: one row per cluster of 8 CTAs of 128 threads, not persistent (m clusters): the
+//   shortest latency for a few rows.
+enum class Layout : std::uint8_t { cta, cluster, pair, quad };
+inline constexpr Layout kAllLayouts[] = {Layout::cta, Layout::cluster, Layout::pair, Layout::quad};
 const char* layout_name(Layout);
 
 // Everything that selects a compiled kernel or a launch configuration. late_gates: gates and
