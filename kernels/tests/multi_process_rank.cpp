@@ -95,10 +95,12 @@ TEST_CASE("multi-process rank" * doctest::skip()) {
     }
     CUDA_CHECK(cudaGraphLaunch(exec.get(), s));
   }
-  CUDA_CHECK(cudaStreamSynchronize(s));
+  // A dead peer may take its memory with it: a failed synchronize then says which peer is gone.
+  if (const cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess)
+    FAIL(cuda_failure("cudaStreamSynchronize", e) << "; " << group.dead_peers());
   std::printf("rank %d: %d steps in %.2f s\n", p.rank, p.steps,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (const auto error = group.error()) FAIL(*error);
+  if (const auto error = group.error()) FAIL(*error << " [" << group.dead_peers() << "]");
   REQUIRE(group.epoch() == static_cast<std::uint64_t>(p.steps));
 
   // Every step against the emulator on that step's R partials.

@@ -266,7 +266,18 @@ std::optional<std::string> RankGroup::error() const {
 }
 
 void RankGroup::check() const {
-  if (const auto e = error()) throw RankError(*e);
+  if (const auto e = error()) {
+    const std::string dead = dead_peers();
+    throw RankError(*e + (dead.empty() ? "" : " [" + dead + "]"));
+  }
+}
+
+std::string RankGroup::dead_peers() const {
+  std::string s;
+  for (std::size_t p = 0; p < peer_pids_.size(); ++p)
+    if (peer_pids_[p] > 0 && !alive(peer_pids_[p]))
+      s += (s.empty() ? "" : "; ") + rank_name(static_cast<int>(p)) + " (pid " + std::to_string(peer_pids_[p]) + ") has exited";
+  return s;
 }
 
 std::uint64_t RankGroup::epoch() const {

@@ -82,6 +82,9 @@ class RankGroup {
   std::optional<std::string> error() const;
   // Throws RankError with error() when there is one.
   void check() const;
+  // The peers whose process has exited, as "rank 3 (pid 4242) has exited; ...", or "" when all
+  // live: what a failed synchronize (a dead peer's memory) or a timeout should be read with.
+  std::string dead_peers() const;
   // The epoch as the device holds it (synchronous).
   std::uint64_t epoch() const;
 
