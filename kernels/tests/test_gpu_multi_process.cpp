@@ -30,6 +30,16 @@ std::vector<int> rank_counts() {
   REQUIRE_MESSAGE((r >= 2 && r <= kMaxRanks), "BOUNDARY_MULTI_PROCESS_RANKS: 2 to 8, not '" << only << "'");
   return {r};
 }
+// BOUNDARY_MULTI_PROCESS_PLANT=stale-read or early-overwrite plants that bug into the 1,000-step
+// test itself, which must then fail: the command that shows each check failing.
+gpu::IpcBug planted_from_environment() {
+  const char* plant = std::getenv("BOUNDARY_MULTI_PROCESS_PLANT");
+  if (!plant) return gpu::IpcBug::none;
+  if (std::string_view(plant) == "stale-read") return gpu::IpcBug::skip_ready_wait;
+  if (std::string_view(plant) == "early-overwrite") return gpu::IpcBug::skip_done_wait;
+  FAIL("BOUNDARY_MULTI_PROCESS_PLANT: stale-read or early-overwrite, not '" << plant << "'");
+  return gpu::IpcBug::none;
+}
 int graph_steps() {
   const char* steps = std::getenv("BOUNDARY_MULTI_PROCESS_STEPS");
   if (!steps) return 1000;
@@ -163,6 +173,7 @@ TEST_CASE("multi-process: 1,000 steps replayed from a CUDA graph, partials new e
     const gpu::ChannelDir dir;
     RankParams p;
     p.steps = graph_steps();
+    p.planted = planted_from_environment();
     const auto exits = launch_graph_ranks(dir, ranks, p);
     for (const gpu::RankExit& e : exits)
       if (!e.ok()) FAIL("a rank failed:" << describe(exits));
