@@ -17,7 +17,8 @@ namespace gpu_test::multi_process {
 #define MULTI_PROCESS_HD
 #endif
 
-// splitmix64's finalizer: every input bit moves every output bit.
+// splitmix64's finalizer: every input bit moves every output bit. (boundary::Rng is a host-side
+// sequence; the device needs a stateless hash of the element's coordinates.)
 MULTI_PROCESS_HD inline std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 30;
   x *= 0xBF58476D1CE4E5B9ull;

@@ -55,10 +55,7 @@ constexpr double kFailBoundSeconds = 30;               // start-up, one deadline
 
 std::string describe(const std::vector<gpu::RankExit>& exits) {
   std::string s;
-  for (const gpu::RankExit& e : exits) {
-    const std::string log = e.log.size() > 3000 ? "..." + e.log.substr(e.log.size() - 3000) : e.log;
-    s += "\n== " + e.describe() + "\n" + log;
-  }
+  for (const gpu::RankExit& e : exits) s += "\n== " + e.describe() + "\n" + e.log_tail(3000);
   return s;
 }
 

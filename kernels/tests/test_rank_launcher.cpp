@@ -34,6 +34,8 @@ TEST_CASE("launch_ranks: every rank runs with its arguments and environment; its
     CHECK(e.log == "rank " + std::to_string(r) + " says " + std::to_string(r) + "\n");
   }
   CHECK(exits[2].describe().rfind("rank 2: exit 2 after ", 0) == 0);
+  CHECK(exits[1].log_tail(8) == "... says 1\n");
+  CHECK(exits[1].log_tail(100) == exits[1].log);
 }
 
 TEST_CASE("launch_ranks: a rank past the deadline is killed and named; a rank killed by a signal says which") {

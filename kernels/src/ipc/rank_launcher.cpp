@@ -84,6 +84,10 @@ std::string RankExit::describe() const {
   return s.str();
 }
 
+std::string RankExit::log_tail(std::size_t chars) const {
+  return log.size() <= chars ? log : "..." + log.substr(log.size() - chars);
+}
+
 ChannelDir::ChannelDir() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/boundary-ranks-XXXXXX";

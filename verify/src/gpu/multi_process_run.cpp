@@ -21,8 +21,6 @@ constexpr int kRankTimeoutMs = 20000;
 constexpr auto kLaunchDeadline = std::chrono::seconds(120);
 constexpr std::size_t kLogTail = 2000;
 
-std::string tail(const std::string& log) { return log.size() <= kLogTail ? log : "..." + log.substr(log.size() - kLogTail); }
-
 // Marks with the poison every element of `into` where `other` differs; returns how many.
 std::int64_t poison_differences(st::Tensor& into, const st::Tensor& other) {
   const std::size_t width = st::dtype_size(into.dtype);
@@ -52,7 +50,7 @@ StageValues run_multi_process(const Constants& constants, const BoundTensors& bo
   const std::vector<gpu::RankExit> exits =
       gpu::launch_ranks(gpu::this_executable(), kMultiProcessRanks, args, dir.path(), kLaunchDeadline);
   for (const gpu::RankExit& e : exits)
-    if (!e.ok()) throw gpu::CudaError("multi-process run: " + e.describe() + "; its log:\n" + tail(e.log));
+    if (!e.ok()) throw gpu::CudaError("multi-process run: " + e.describe() + "; its log:\n" + e.log_tail(kLogTail));
   std::map<std::string, st::Tensor> first = cases::read_outputs(rank_output_path(dir.path(), inputs, 0, "fused"), bound.m, v.store);
   for (int r = 0; r < kMultiProcessRanks; ++r)
     for (const char* impl : {"fused", "eager"}) {

@@ -22,6 +22,8 @@ struct RankExit {
   bool ok() const { return exit_code == 0; }
   // "rank 1: exit 2 after 3.1 s" (or "killed by signal 9", "killed at the deadline").
   std::string describe() const;
+  // The last `chars` characters of the log ("..." before them when cut): what a failure report shows.
+  std::string log_tail(std::size_t chars) const;
 };
 
 // A fresh private directory (mkdtemp under $TMPDIR, else /tmp): one group's channel and logs.
