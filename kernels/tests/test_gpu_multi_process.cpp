@@ -22,7 +22,7 @@ using namespace gpu_test::multi_process;
 namespace {
 
 // R in {2, 4, 8} and 1,000 graph steps; the environment may narrow both for slow runs (under
-// compute-sanitizer): BOUNDARY_MULTI_PROCESS_RANKS="2", BOUNDARY_MULTI_PROCESS_STEPS=100.
+// compute-sanitizer): BOUNDARY_MULTI_PROCESS_RANKS=2, BOUNDARY_MULTI_PROCESS_STEPS=100.
 std::vector<int> rank_counts() {
   const char* only = std::getenv("BOUNDARY_MULTI_PROCESS_RANKS");
   if (!only) return {2, 4, 8};
@@ -39,6 +39,15 @@ gpu::IpcBug planted_from_environment() {
   if (std::string_view(plant) == "early-overwrite") return gpu::IpcBug::skip_done_wait;
   FAIL("BOUNDARY_MULTI_PROCESS_PLANT: stale-read or early-overwrite, not '" << plant << "'");
   return gpu::IpcBug::none;
+}
+// Each device wait's and rendezvous' deadline (10 s); BOUNDARY_MULTI_PROCESS_TIMEOUT_MS=60000 for
+// runs under compute-sanitizer, whose start-up and instrumented kernels are slow.
+int rank_timeout_ms() {
+  const char* ms = std::getenv("BOUNDARY_MULTI_PROCESS_TIMEOUT_MS");
+  if (!ms) return RankParams{}.timeout_ms;
+  const int n = std::atoi(ms);
+  REQUIRE_MESSAGE(n >= 1, "BOUNDARY_MULTI_PROCESS_TIMEOUT_MS: a count >= 1, not '" << ms << "'");
+  return n;
 }
 int graph_steps() {
   const char* steps = std::getenv("BOUNDARY_MULTI_PROCESS_STEPS");
@@ -157,7 +166,8 @@ TEST_CASE("multi-process: R processes of boundary-verify rank == the emulator bi
     std::filesystem::create_directory(channel);
     const auto args = [&](int r) {
       std::vector<std::string> a = {"rank", "--channel", channel.string(), "--rank", std::to_string(r), "--ranks",
-                                    std::to_string(ranks), "--outputs", dir.path().string()};
+                                    std::to_string(ranks), "--outputs", dir.path().string(), "--timeout-ms",
+                                    std::to_string(rank_timeout_ms())};
       for (const auto& f : files) a.insert(a.end(), {"--inputs", f.string()});
       return a;
     };
@@ -174,6 +184,7 @@ TEST_CASE("multi-process: 1,000 steps replayed from a CUDA graph, partials new e
     const gpu::ChannelDir dir;
     RankParams p;
     p.steps = graph_steps();
+    p.timeout_ms = rank_timeout_ms();
     p.planted = planted_from_environment();
     const auto exits = launch_graph_ranks(dir, ranks, p);
     for (const gpu::RankExit& e : exits)
@@ -193,6 +204,7 @@ TEST_CASE("multi-process: a planted stale read and a planted early overwrite fai
     const gpu::ChannelDir dir;
     RankParams p;
     p.steps = std::min(graph_steps(), kPlantedSteps);
+    p.timeout_ms = rank_timeout_ms();
     p.planted = bug;
     const auto exits = launch_graph_ranks(dir, 2, p);
     bool caught = false;
