@@ -20,6 +20,7 @@ struct RankOptions {
   std::filesystem::path outputs;                 // a directory: rank_output_path() names the files
   int timeout_ms = 20000;
   bool no_pdl = false;
+  int device = -1;  // -1: rank % the visible devices (one GPU: all on it; R GPUs: one rank each)
 };
 
 CLI::App* setup_rank(CLI::App& app, RankOptions& options);

@@ -79,6 +79,7 @@ CLI::App* setup_rank(CLI::App& app, RankOptions& o) {
   sub->add_option("--outputs", o.outputs, "Directory for <case>.rank<r>.<fused|eager>.safetensors")->required();
   sub->add_option("--timeout-ms", o.timeout_ms, "Each device wait and host rendezvous, in ms")->capture_default_str();
   sub->add_flag("--no-pdl", o.no_pdl, "Launch without programmatic dependent launch");
+  sub->add_option("--device", o.device, "CUDA device of this rank (default: rank % visible devices)");
   return sub;
 }
 
@@ -97,6 +98,12 @@ nlohmann::json run_rank(const RankOptions& o, int* exit_code) {
     *exit_code = kNoDevice;
     return {{"command", "rank"}, {"written", false}, {"reason", "no CUDA device: nothing run"}};
   }
+  int devices = 0;
+  gpu_runs::check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  const int device = o.device >= 0 ? o.device : o.rank % devices;
+  if (device >= devices)
+    throw InputError("--device: " + std::to_string(device) + ", but " + std::to_string(devices) + " devices are visible");
+  gpu_runs::check(cudaSetDevice(device), "cudaSetDevice");
   cudaStream_t s = nullptr;
   gpu_runs::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   const std::unique_ptr<CUstream_st, void (*)(cudaStream_t)> stream_owner(s, [](cudaStream_t x) { cudaStreamDestroy(x); });
