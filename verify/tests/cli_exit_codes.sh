@@ -61,8 +61,11 @@ fi
 # device; 0 and a fixture with one. Usage errors: 2.
 checks=21
 if "$bin" --help | grep -q capture; then
-checks=23
+checks=25
 expect 2 "give --inputs" -- capture --constants "$ffn" --output "$dir/c.safetensors"
+# rank (one process of the multi-process run): bad options and a file that is no case file, 2.
+expect 2 "--ranks: 1 to 8, not 9" -- rank --channel "$dir" --rank 0 --ranks 9 --inputs "$dir/a.safetensors" --outputs "$dir"
+expect 2 "a.safetensors: __metadata__ has no" -- rank --channel "$dir" --rank 0 --ranks 2 --inputs "$dir/a.safetensors" --outputs "$dir"
 if "$bin" capture --constants "$ffn" --generate 1 --output "$dir/c.safetensors" > "$dir/stdout" 2>&1; then
   [ -s "$dir/c.safetensors" ] && echo "ok: exit 0 with a device: capture" ||
     { echo "FAIL: capture exit 0 without a fixture"; failures=$((failures + 1)); }

@@ -139,6 +139,14 @@ TEST_CASE("variants: all 67 by name, 16 fused per layout; a list picks some; an 
   CHECK_FALSE(some[2].store);
   CHECK(some[2].runs_on(StreamDtype::bf16));
   CHECK_THROWS_WITH_AS(cli::parse_gate_variants("f32-store-early"), doctest::Contains("'f32-store-early'"), InputError);
+  // The multi-process run starts processes per suite: by name only, never in "all".
+  CHECK(std::none_of(all.begin(), all.end(), [](const auto& v) { return v.kind == cli::GateVariant::Kind::multi_process; }));
+  const auto mp = cli::parse_gate_variants("multi-process");
+  REQUIRE(mp.size() == 1);
+  CHECK(mp[0].kind == cli::GateVariant::Kind::multi_process);
+  CHECK(mp[0].store);
+  CHECK(mp[0].runs_on(StreamDtype::f32));
+  CHECK(mp[0].runs_on(StreamDtype::bf16));
 }
 
 TEST_CASE("gate without a GPU: the CPU parts run, the fixtures replay, exit 77, the report validates") {

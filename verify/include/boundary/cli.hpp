@@ -19,6 +19,7 @@ enum ExitCode : int {
   kMismatch = 1,       // bits differ (the gate and replay)
   kUsageOrInput = 2,   // bad arguments, constants, or input files; nothing written
   kCudaFailure = 3,
+  kPeerFailure = 4,    // a multi-process rank: a peer did not come, or did not arrive in time
   kNoDevice = 77,      // GPU checks asked for, no device
   kInternal = 70,      // a bug of this tool (EX_SOFTWARE)
 };

@@ -26,9 +26,12 @@ namespace boundary::cli {
 // (boundary::gpu::Layout).
 // all_reduce: the fused all-reduce boundary with the suite's branch as its one rank partial
 // (contract section 7: one rank passes P_0 unchanged, so it owes the same bits as the others).
+// multi_process: R = 2 processes of `boundary-verify rank`, sharing their partials through CUDA IPC
+// (boundary/gpu/rank_ipc.hpp), the suite's branch split over them (cli_rank.hpp); every rank's fused
+// and eager outputs must agree. Chosen by name only: "all" leaves it out (it starts processes per suite).
 // external: the command of --implementation (external.hpp), the gate's only implementation then.
 struct GateVariant {
-  enum class Kind { eager, fused, graph, all_reduce, external };
+  enum class Kind { eager, fused, graph, all_reduce, multi_process, external };
   enum class Layout { cta, cluster, pair, quad };  // boundary::gpu::Layout, without the GPU headers
   std::string name;
   Kind kind = Kind::fused;
@@ -47,6 +50,8 @@ inline constexpr GateVariant::Layout kGateLayouts[] = {GateVariant::Layout::cta,
 
 // Every implementation, in report order: eager, the 64 fused variants (16 per layout), graph, all-reduce.
 std::vector<GateVariant> all_gate_variants();
+// The implementations only a name selects ("multi-process").
+std::vector<GateVariant> named_only_gate_variants();
 // "a,b,c" (or "all"); InputError naming the unknown one and listing the known.
 std::vector<GateVariant> parse_gate_variants(const std::string& list);
 

@@ -10,6 +10,8 @@
 #if BOUNDARY_WITH_GPU
 #include <boundary/capture.hpp>
 #include <boundary/cli_kernel.hpp>
+#include <boundary/cli_rank.hpp>
+#include <boundary/gpu/rank_ipc.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #endif
 
@@ -47,6 +49,8 @@ int main(int argc, char** argv) {
   CLI::App* capture_cmd = setup_capture(app, capture);
   KernelOptions kernel;
   CLI::App* kernel_cmd = setup_kernel(app, kernel);
+  RankOptions rank;
+  CLI::App* rank_cmd = setup_rank(app, rank);
   replay.gpu_hook = make_gpu_replay_hook();
   gate.gpu_hook = self_test.gpu_hook = make_gate_gpu_hook();
 #endif
@@ -96,6 +100,12 @@ int main(int argc, char** argv) {
       std::cout << (json ? result.dump(2) + "\n" : format_kernel(result));
       return rc;
     }
+    if (rank_cmd->parsed()) {
+      int rc = kSuccess;
+      const auto result = run_rank(rank, &rc);
+      std::cout << (json ? result.dump(2) + "\n" : format_rank(result));
+      return rc;
+    }
 #endif
     if (app.get_subcommands().empty()) {
       if (gate.constants.empty()) {
@@ -113,6 +123,9 @@ int main(int argc, char** argv) {
     std::cerr << "boundary-verify: error: " << e.what() << "\n";
     return kUsageOrInput;
 #if BOUNDARY_WITH_GPU
+  } catch (const boundary::gpu::RankError& e) {
+    std::cerr << "boundary-verify: peer failure: " << e.what() << "\n";
+    return kPeerFailure;
   } catch (const boundary::gpu::CudaError& e) {
     std::cerr << "boundary-verify: CUDA error: " << e.what() << "\n";
     return kCudaFailure;

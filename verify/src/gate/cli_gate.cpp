@@ -54,9 +54,14 @@ std::vector<GateVariant> all_gate_variants() {
   return all;
 }
 
+std::vector<GateVariant> named_only_gate_variants() {
+  return {{"multi-process", GateVariant::Kind::multi_process, std::nullopt, true, false, true}};
+}
+
 std::vector<GateVariant> parse_gate_variants(const std::string& list) {
-  const std::vector<GateVariant> all = all_gate_variants();
+  std::vector<GateVariant> all = all_gate_variants();
   if (list == "all") return all;
+  for (GateVariant& v : named_only_gate_variants()) all.push_back(std::move(v));
   std::vector<GateVariant> chosen;
   std::stringstream in(list);
   for (std::string name; std::getline(in, name, ',');) {

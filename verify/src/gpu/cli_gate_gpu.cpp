@@ -1,5 +1,7 @@
 // The gate's GPU half: each implementation on bound rows (eager chain, fused variants, a CUDA
-// graph replay, the all-reduce boundary of one rank), the fused kernel's debug build with its intermediates, and the planted bugs.
+// graph replay, the all-reduce boundary of one rank, R rank processes), the fused kernel's debug build with its intermediates, and the planted bugs.
+#include "multi_process_run.hpp"
+
 #include <boundary/gate.hpp>
 #include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/diagnostics.hpp>
@@ -86,6 +88,7 @@ StageValues run_variant(const Constants& c, const BoundTensors& bound, const Gat
                              eager.run(in.branch, in.stream, out, nullptr);
                            }));
   }
+  if (v.kind == GateVariant::Kind::multi_process) return run_multi_process(c, bound, v);
   if (v.kind == GateVariant::Kind::all_reduce) {
     gpu::AllReduceBoundary all_reduce(c, ops.views());
     const gpu::Variant variant = all_reduce.variant_for(in.m, bound.inputs.stream_dtype, v.store, v.pdl);
@@ -114,8 +117,10 @@ struct DeviceStage {
 };
 
 std::optional<StageValues> run_with_intermediates(const Constants& c, const BoundTensors& bound, const GateVariant& v) {
-  // The eager chain's and the all-reduce boundary's stages are not exposed.
-  if (v.kind == GateVariant::Kind::eager || v.kind == GateVariant::Kind::all_reduce) return std::nullopt;
+  // The eager chain's, the all-reduce boundary's and the multi-process run's stages are not exposed.
+  if (v.kind == GateVariant::Kind::eager || v.kind == GateVariant::Kind::all_reduce ||
+      v.kind == GateVariant::Kind::multi_process)
+    return std::nullopt;
   const gpu_runs::DeviceOperands ops(c, bound.operands);
   const gpu_runs::DeviceInputs in(bound);
   gpu::DiagnosticBoundary diag(c, ops.views());
