@@ -183,6 +183,7 @@ TEST_CASE("multi-process: 1,000 steps replayed from a CUDA graph, partials new e
     INFO("R = " << ranks);
     const gpu::ChannelDir dir;
     RankParams p;
+    p.ranks = ranks;
     p.steps = graph_steps();
     p.timeout_ms = rank_timeout_ms();
     p.planted = planted_from_environment();
