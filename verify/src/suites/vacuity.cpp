@@ -92,10 +92,10 @@ std::vector<std::int64_t> witness_rows(const Constants& constants, const safeten
 
 safetensors::File select_rows(const safetensors::File& inputs, std::span<const std::int64_t> rows) {
   safetensors::File f = inputs;
-  for (const char* name : {"branch", "stream"}) {
+  for (auto& [name, picked] : f.tensors) {
+    if (picked.shape.size() != 2) continue;  // the operands: [8192]
     const safetensors::Tensor& t = inputs.tensors.at(name);
-    const std::size_t row_bytes = t.bytes.size() / static_cast<std::size_t>(t.shape.at(0));
-    safetensors::Tensor& picked = f.tensors.at(name);
+    const std::size_t row_bytes = t.bytes.size() / static_cast<std::size_t>(t.shape[0]);
     picked.shape[0] = static_cast<std::int64_t>(rows.size());
     picked.bytes.resize(rows.size() * row_bytes);
     for (std::size_t i = 0; i < rows.size(); ++i)
