@@ -5,6 +5,8 @@
 #include <boundary/input_limits.hpp>
 #include <boundary/replay.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <sstream>
 

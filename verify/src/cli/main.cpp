@@ -13,6 +13,8 @@
 #include <boundary/gpu/draft_boundary.hpp>
 #endif
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>

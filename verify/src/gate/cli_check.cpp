@@ -7,6 +7,8 @@
 #include <boundary/constants_json.hpp>
 #include <boundary/junit.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <fstream>
 
 namespace boundary::cli {

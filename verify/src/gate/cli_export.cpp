@@ -5,6 +5,8 @@
 #include <boundary/report.hpp>
 #include <boundary/version.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <sstream>
 
 namespace boundary::cli {

@@ -11,6 +11,8 @@
 #include <boundary/junit.hpp>
 #include <boundary/replay.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
