@@ -4,12 +4,6 @@
 
 namespace boundary::gpu::detail {
 
-void cuda_check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  cudaGetLastError();  // a reported error must not resurface in the next launch's check
-  throw CudaError(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
-
 DeviceScope::DeviceScope(int device) {
   cuda_check(cudaGetDevice(&previous_), "cudaGetDevice");
   if (previous_ != device) cuda_check(cudaSetDevice(device), "cudaSetDevice");
@@ -22,10 +16,6 @@ std::string shape_string(const std::vector<std::int64_t>& s) {
   for (std::size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
   o << "]";
   return o.str();
-}
-
-Dtype weight_dtype(WeightDtype d) {
-  return d == WeightDtype::bf16 ? Dtype::bf16 : d == WeightDtype::fp16 ? Dtype::f16 : Dtype::f32;
 }
 
 // Empty when fine, else why not.

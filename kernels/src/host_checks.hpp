@@ -4,7 +4,9 @@
 
 #include "launch.hpp"
 
+#include <boundary/gpu/cuda_check.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
+#include <boundary/gpu/weight_dtype.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -14,9 +16,6 @@
 #include <vector>
 
 namespace boundary::gpu::detail {
-
-// Throws CudaError naming the call, after clearing CUDA's last error.
-void cuda_check(cudaError_t e, const char* what);
 
 // Sets the object's device for a scope and restores the caller's.
 class DeviceScope {
@@ -31,7 +30,6 @@ class DeviceScope {
 };
 
 std::string shape_string(const std::vector<std::int64_t>& s);
-Dtype weight_dtype(WeightDtype d);
 // Empty when t is fine (present, dtype, shape, alignment, device memory), else why not.
 std::string problem(const TensorView& t, const std::string& name, std::initializer_list<Dtype> dtypes,
                     const std::vector<std::int64_t>& shape, std::size_t alignment);

@@ -4,7 +4,7 @@
 // device, arrive, the fused boundary and the eager chain on all R partials, depart, the outputs
 // recorded) is captured once and replayed back to back; every step's outputs are then compared
 // with the emulator on that step's partials, bit for bit, and their hash written for the parent.
-#include "gpu_test_support.hpp"
+#include "gpu_test_launches.hpp"
 #include "multi_process_rank.hpp"
 #include "multi_process_steps.hpp"
 
@@ -97,7 +97,7 @@ TEST_CASE("multi-process rank" * doctest::skip()) {
   }
   // A dead peer may take its memory with it: a failed synchronize then says which peer is gone.
   if (const cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess)
-    FAIL(cuda_failure("cudaStreamSynchronize", e) << "; " << group.dead_peers());
+    FAIL(boundary::gpu::cuda_error_message("cudaStreamSynchronize", e) << "; " << group.dead_peers());
   std::printf("rank %d: %d steps in %.2f s\n", p.rank, p.steps,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (const auto error = group.error()) FAIL(*error << " [" << group.dead_peers() << "]");

@@ -4,9 +4,10 @@
 // out and new_stream (and of the all-reduced branch), for R in {1, 2, 3, 8}; partials whose FP32
 // sum depends on the rank order; edge rows on each rank; decode chains under PDL replayed from a
 // CUDA graph; the host API's refusals.
-#include "gpu_test_support.hpp"
+#include "gpu_test_launches.hpp"
 
 #include <boundary/gpu/all_reduce_boundary.hpp>
+#include <boundary/results.hpp>
 
 using namespace gpu_test;
 
@@ -83,20 +84,15 @@ struct ExpectedAllReduce {
 };
 
 ExpectedAllReduce emulate_all_reduce(const Subject& s, const HostPartials& h, StreamDtype sd, std::int64_t rows) {
-  ExpectedAllReduce e{{rows, std::vector<std::uint16_t>(elements(rows)), std::vector<float>(elements(rows))},
-                      std::vector<std::uint16_t>(elements(rows))};
   const std::vector<const std::uint16_t*> partials = h.pointers(0);
   ref::Inputs in;
   in.m = rows;
   in.partials = partials;
   in.stream_dtype = sd;
   in.stream = sd == StreamDtype::f32 ? static_cast<const void*>(h.rows.stream_f32.data()) : h.rows.stream_bf16.data();
-  ref::Outputs o;
-  o.out = e.boundary.out.data();
-  o.new_stream = e.boundary.new_stream.data();
-  o.branch = e.branch.data();
-  s.emulator.run(in, o, host_threads());
-  return e;
+  ref::Results r(rows, ref::Results::Wanted::everything);
+  s.emulator.run(in, r.outputs(), host_threads());
+  return {{rows, std::move(r.out), std::move(r.new_stream)}, std::move(r.branch)};
 }
 
 enum class Path { fused, then_eager, then_draft };

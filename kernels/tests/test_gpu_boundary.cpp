@@ -3,10 +3,12 @@
 // `new_stream`, for both stock boundaries and every weight dtype / input-scale / fma-squares
 // variant, realistic and edge rows, every m around the late-gates switch and every Variant;
 // batch invariance; a PDL producer -> boundary -> consumer chain; 1,000 CUDA graph replays;
-// and the host API's refusals. Outputs are poisoned before every launch (gpu_test_support.hpp).
-#include "gpu_test_support.hpp"
+// and the host API's refusals. Outputs are poisoned before every launch (gpu_test_bits.hpp).
+#include "gpu_test_launches.hpp"
+#include "pdl_chain.hpp"
 
 #include <boundary/gpu/diagnostics.hpp>  // launch_producer
+#include <boundary/results.hpp>
 
 using namespace gpu_test;
 
@@ -57,20 +59,13 @@ struct EmulatedRow {
 EmulatedRow emulate_row(const Constants& k, const HostOperands& ops, const HostRows& h, std::int64_t row) {
   const ref::Boundary b(k, {ops.alpha.data(), ops.beta.data(), ops.post_weight.empty() ? nullptr : ops.post_weight.data(),
                             ops.pre_weight.empty() ? nullptr : ops.pre_weight.data()});
-  EmulatedRow e;
   ref::Inputs in;
   in.m = 1;
   in.branch = h.branch.data() + elements(row);
   in.stream = h.stream_f32.data() + elements(row);
-  ref::Outputs o;
-  o.out = e.out.data();
-  o.new_stream = e.new_stream.data();
-  o.post_row_sum = &e.s1;
-  o.r1 = &e.r1;
-  o.pre_row_sum = &e.s2;
-  o.r2 = &e.r2;
-  b.run(in, o);
-  return e;
+  ref::Results r(1, ref::Results::Wanted::everything);
+  b.run(in, r.outputs());
+  return {r.post_row_sum[0], r.r1[0], r.pre_row_sum[0], r.r2[0], std::move(r.out), std::move(r.new_stream)};
 }
 
 bool all_of_bits(const std::vector<std::uint16_t>& v, std::uint16_t pattern) {

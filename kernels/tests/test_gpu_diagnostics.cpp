@@ -3,12 +3,13 @@
 // build gives other outputs than the emulator on realistic and edge rows, for both stock
 // boundaries (the late-gates bug with late gates only, the missing PDL wait behind a producer
 // only), so that the self-test's mutants are all within reach of a bitwise comparison.
-#include "gpu_test_support.hpp"
+#include "gpu_test_launches.hpp"
 
 #include <boundary/gpu/device_buffer.hpp>
 #include <boundary/edge_suite.hpp>
 #include <boundary/gpu/diagnostics.hpp>
 #include <boundary/mutant.hpp>
+#include <boundary/results.hpp>
 
 using namespace gpu_test;
 
@@ -42,13 +43,9 @@ std::vector<NamedConstants> stock_constants() {
 
 // One run's tensors on the host; new_stream holds res (the emulator's new_stream, the debug
 // build's res intermediate).
-struct Tensors {
-  explicit Tensors(std::int64_t rows)
-      : m(rows), out(elements(rows)), y_b(elements(rows)), z(elements(rows)), new_stream(elements(rows)),
-        s1(static_cast<std::size_t>(rows)), r1(s1.size()), s2(s1.size()), r2(s1.size()) {}
+struct Tensors : ref::Results {
+  explicit Tensors(std::int64_t rows) : ref::Results(rows, Wanted::everything), m(rows) {}
   std::int64_t m;
-  std::vector<std::uint16_t> out, y_b, z;
-  std::vector<float> new_stream, s1, r1, s2, r2;
 };
 
 Tensors emulate_all(const Subject& s, const HostRows& h, StreamDtype sd) {
@@ -58,16 +55,7 @@ Tensors emulate_all(const Subject& s, const HostRows& h, StreamDtype sd) {
   in.branch = h.branch.data();
   in.stream_dtype = sd;
   in.stream = sd == StreamDtype::f32 ? static_cast<const void*>(h.stream_f32.data()) : h.stream_bf16.data();
-  ref::Outputs o;
-  o.out = e.out.data();
-  o.new_stream = e.new_stream.data();
-  o.post_row_sum = e.s1.data();
-  o.r1 = e.r1.data();
-  o.y_b = e.y_b.data();
-  o.z = e.z.data();
-  o.pre_row_sum = e.s2.data();
-  o.r2 = e.r2.data();
-  s.emulator.run(in, o, host_threads());
+  s.emulator.run(in, e.outputs(), host_threads());
   return e;
 }
 
@@ -96,7 +84,7 @@ struct DeviceTensors {
     stream_source.download(t.new_stream.data(), bytes32(m));
     y_b.download(t.y_b.data(), bytes16(m));
     z.download(t.z.data(), bytes16(m));
-    for (auto [buffer, host] : {std::pair{&s1, &t.s1}, {&r1, &t.r1}, {&s2, &t.s2}, {&r2, &t.r2}})
+    for (auto [buffer, host] : {std::pair{&s1, &t.post_row_sum}, {&r1, &t.r1}, {&s2, &t.pre_row_sum}, {&r2, &t.r2}})
       buffer->download(host->data(), host->size() * sizeof(float));
     return t;
   }
@@ -187,9 +175,9 @@ TEST_CASE("debug build: production outputs bit for bit, the emulator's intermedi
           expect_bits<float>(context, "res", d.new_stream, want.new_stream, "the emulator", 0, data.rows.label);
           expect_bits<std::uint16_t>(context, "y_b", d.y_b, want.y_b, "the emulator", 0, data.rows.label);
           expect_bits<std::uint16_t>(context, "z", d.z, want.z, "the emulator", 0, data.rows.label);
-          expect_row_values(context, "post_row_sum", d.s1, want.s1, data.rows.label);
+          expect_row_values(context, "post_row_sum", d.post_row_sum, want.post_row_sum, data.rows.label);
           expect_row_values(context, "r1", d.r1, want.r1, data.rows.label);
-          expect_row_values(context, "pre_row_sum", d.s2, want.s2, data.rows.label);
+          expect_row_values(context, "pre_row_sum", d.pre_row_sum, want.pre_row_sum, data.rows.label);
           expect_row_values(context, "r2", d.r2, want.r2, data.rows.label);
         }
       }

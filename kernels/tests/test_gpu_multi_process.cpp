@@ -6,7 +6,7 @@
 //   {2, 4, 8}: every step == the emulator on every rank, and all ranks' outputs hash equal.
 // - the planted stale read and early overwrite (a skipped wait each) must fail those steps.
 // - a rank that dies, stalls, or never starts ends its peers with an error naming it, in bounded time.
-#include "gpu_test_support.hpp"
+#include "gpu_test_launches.hpp"
 #include "multi_process_rank.hpp"
 
 #include <boundary/boundary_tensors.hpp>

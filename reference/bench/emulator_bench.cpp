@@ -3,6 +3,7 @@
 //
 //   boundary_emulator_bench [--rows N] [--repeats K]
 #include <boundary/reference.hpp>
+#include <boundary/results.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -48,8 +49,9 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   auto bf16 = [&](float scale) { return ref::f32_to_bf16_rn(normal(rng) * scale); };
   const std::size_t n = static_cast<std::size_t>(rows) * kH;
-  std::vector<std::uint16_t> branch(n), out(n), weight(kH);
-  std::vector<float> stream(n), new_stream(n), alpha(kH), beta(kH);
+  std::vector<std::uint16_t> branch(n), weight(kH);
+  std::vector<float> stream(n), alpha(kH), beta(kH);
+  ref::Results results(rows);
   for (auto& v : branch) v = bf16(1.0f);
   for (auto& v : stream) v = normal(rng);
   for (auto& v : weight) v = bf16(0.02f);
@@ -67,9 +69,7 @@ int main(int argc, char** argv) {
     in.m = rows;
     in.branch = branch.data();
     in.stream = stream.data();
-    ref::Outputs o;
-    o.out = out.data();
-    o.new_stream = new_stream.data();
+    const ref::Outputs o = results.outputs();
     std::vector<double> ms;
     for (int r = 0; r < repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();

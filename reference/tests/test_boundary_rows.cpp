@@ -3,6 +3,7 @@
 #include "bits.hpp"
 
 #include <boundary/reference.hpp>
+#include <boundary/results.hpp>
 
 #include <doctest/doctest.h>
 
@@ -51,28 +52,8 @@ struct Batch {
   }
 };
 
-struct Results {
-  std::vector<std::uint16_t> out, y_b, z;
-  std::vector<float> new_stream, s1, r1, s2, r2;
-  explicit Results(std::int64_t m)
-      : out(static_cast<std::size_t>(m) * kH), y_b(out.size()), z(out.size()), new_stream(out.size()),
-        s1(static_cast<std::size_t>(m)), r1(s1.size()), s2(s1.size()), r2(s1.size()) {}
-  Outputs outputs() {
-    Outputs o;
-    o.out = out.data();
-    o.new_stream = new_stream.data();
-    o.y_b = y_b.data();
-    o.z = z.data();
-    o.post_row_sum = s1.data();
-    o.r1 = r1.data();
-    o.pre_row_sum = s2.data();
-    o.r2 = r2.data();
-    return o;
-  }
-};
-
 Results run(const Constants& c, const Batch& b, StreamDtype s, unsigned threads = 1) {
-  Results r(b.m);
+  Results r(b.m, Results::Wanted::everything);
   Boundary(c, b.operands(c)).run(b.inputs(s), r.outputs(), threads);
   return r;
 }
@@ -163,14 +144,14 @@ TEST_CASE("worked by hand: powers of two through both norms, each constants vari
   }
   SUBCASE("pre weight before the norm: z' = 2, r2 = rsqrt(4) = 1/2, out = 1") {
     const Results r = run({no_weight(0.0), weighted(0.0, true, WeightDtype::bf16)}, b, StreamDtype::f32);
-    CHECK(bits(r.s2[0]) == bits(32768.0f));
+    CHECK(bits(r.pre_row_sum[0]) == bits(32768.0f));
     CHECK(r.out[0] == make_bf16(0, 127, 0));
   }
   SUBCASE("post weight 1 before the norm (post-ffn shape): x' = 2 * 2, r1 = 1/4, y_b = 1") {
     b.post_w16.assign(kH, make_bf16(0, 127, 0));  // gamma = 2
     const Results r = run({weighted(0.0, true, WeightDtype::bf16), weighted(0.0, false, WeightDtype::bf16)}, b,
                           StreamDtype::f32);
-    CHECK(bits(r.s1[0]) == bits(8192.0f * 16.0f));
+    CHECK(bits(r.post_row_sum[0]) == bits(8192.0f * 16.0f));
     CHECK(bits(r.r1[0]) == bits(0.25f));
     CHECK(r.y_b[0] == make_bf16(0, 127, 0));
     CHECK(r.out[0] == make_bf16(0, 128, 0));
@@ -208,7 +189,7 @@ TEST_CASE("worked by hand: -0.0 flows through as -0.0") {
   b.alpha.assign(kH, 1.0f);
   b.beta.assign(kH, 1.0f);
   const Results r = run({no_weight(1e-8), no_weight(1e-5)}, b, StreamDtype::f32);
-  CHECK(bits(r.s1[0]) == 0u);
+  CHECK(bits(r.post_row_sum[0]) == 0u);
   CHECK(r.y_b[1] == 0x8000);
   CHECK(bits(r.new_stream[1]) == 0x80000000u);
   CHECK(r.out[1] == 0x8000);

@@ -22,22 +22,39 @@ for f in fixtures/boundary/*.safetensors; do
     printf "$(printf '\\x%02x' $((pad & 255)) $((pad >> 8 & 255)) $((pad >> 16 & 255)) $((pad >> 24 & 255)))"
     head -c $((8 + n)) "$f"; } > "$padded/$(basename "$f")"
 done
-for harness in safetensors constants fixture; do
+# One harness: SECONDS of fuzzing, then its count of executions, or its log's tail on a finding.
+fuzz() {
+  local harness=$1 seeds=fixtures/boundary max_len=300000
   # Fixtures are 180 KB to 2.3 MB: 300,000 bytes keep the smaller whole (binding needs [m, 8192]
   # tensors); a valid constants file is under 1 KB; a padded fixture under 3 KB.
-  seeds=fixtures/boundary max_len=300000
   [ "$harness" = constants ] && seeds=fixtures/constants max_len=4096
   [ "$harness" = fixture ] && seeds=$padded max_len=16384
   # The first directory collects what the fuzzer finds (kept between runs on this machine); the
   # seeds and regressions are only read.
-  corpus=build-fuzz/corpus-$harness
+  local corpus=build-fuzz/corpus-$harness
   mkdir -p "$corpus"
   if ! build-fuzz/fuzz_$harness -max_total_time="$seconds" -max_len="$max_len" -print_final_stats=1 \
       -artifact_prefix="build-fuzz/$harness-" "$corpus" "$seeds" "verify/fuzz/regressions/$harness" \
       > "build-fuzz/$harness.log" 2>&1; then
     tail -n 40 "build-fuzz/$harness.log"
     echo "fuzz_$harness: FINDING (log: build-fuzz/$harness.log)"
-    exit 1
+    return 1
   fi
   echo "fuzz_$harness: $(grep -o 'number_of_executed_units: [0-9]*' "build-fuzz/$harness.log" | cut -d' ' -f2) executions in ${seconds} s, no finding"
+}
+# One harness a core at a time: each still fuzzes SECONDS on a core of its own, and on two cores
+# the three take two rounds instead of three.
+failed=0 running=0
+for harness in safetensors constants fixture; do
+  if [ "$running" -ge "$(nproc)" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  fuzz "$harness" &
+  running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+exit "$failed"

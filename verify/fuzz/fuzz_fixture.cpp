@@ -10,7 +10,6 @@
 // hashes the header, not the data, and runs several times faster. Every file stays reachable (n = 0
 // is the file itself; a padded input whose file part exceeds 64 KiB, or n 8 MiB, is skipped), the
 // extent checks included (n is mutated like any other byte).
-#include <boundary/boundary_tensors.hpp>
 #include <boundary/fixture_metadata.hpp>
 
 #include <sanitizer/asan_interface.h>
@@ -30,11 +29,7 @@ constexpr std::size_t kMaxPad = std::size_t{8} << 20;  // above the largest comm
 
 void check_fixture(std::span<const std::uint8_t> bytes) {
   try {
-    const st::File file = st::parse(bytes, "fuzz");
-    const Constants constants = fixture_constants(file, "fuzz");
-    const BoundTensors bound = bind_inputs(file, constants, "fuzz");
-    st::require(file, "fuzz", "out", {st::Dtype::BF16}, {bound.m, kH});
-    recorded_new_stream(file, "fuzz", bound.m);
+    const Fixture fixture(st::parse(bytes, "fuzz"), "fuzz");
   } catch (const InputError&) {
   }
 }

@@ -2,8 +2,7 @@
 // emulator twins of the planted bugs: each twin, replayed on every fixture, must differ from the
 // hardware's bits somewhere, or these fixtures could not tell that bug from the contract. The
 // production build must match every fixture, so that a twin's mismatches are its bug's alone.
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/constants_json.hpp>
+#include <boundary/fixture_metadata.hpp>
 #include <boundary/mutant_emulators.hpp>
 #include <boundary/safetensors.hpp>
 
@@ -43,49 +42,16 @@ std::int64_t differing(const st::Tensor& expected, const st::Tensor& actual) {
   return n;
 }
 
-Constants fixture_constants(const st::File& file, const std::string& name) {
-  const auto it = file.metadata.find("constants");
-  REQUIRE_MESSAGE(it != file.metadata.end(), name << ": no 'constants' in __metadata__");
-  return parse_constants(it->second, name);
+// Elements of out and new_stream (when recorded) that the build of m gets wrong on fixture f.
+std::int64_t mismatches(const Fixture& f, Mutant m, unsigned threads) {
+  st::Tensor out = st::make_tensor(st::Dtype::BF16, {f.bound.m, kH});
+  st::Tensor new_stream = st::make_tensor(st::Dtype::F32, {f.bound.m, kH});
+  ref::Outputs o;
+  o.out = out.data<std::uint16_t>();
+  if (f.new_stream) o.new_stream = new_stream.data<float>();
+  mutants::run_emulator(m, f.constants, f.bound.operands, f.bound.inputs, o, threads);
+  return differing(*f.out, out) + (f.new_stream ? differing(*f.new_stream, new_stream) : 0);
 }
-
-// One fixture's recorded outputs, and each build's mismatches against them. Not copyable: the
-// bound inputs and the output pointers point into the file.
-class Replay {
- public:
-  explicit Replay(const fs::path& path)
-      : name_(path.filename().string()),
-        file_(st::read_file(path)),
-        constants_(fixture_constants(file_, name_)),
-        bound_(bind_inputs(file_, constants_, name_)),
-        out_(&st::require(file_, name_, "out", {st::Dtype::BF16}, {bound_.m, kH})),
-        new_stream_(file_.tensors.count("new_stream")
-                        ? &st::require(file_, name_, "new_stream", {st::Dtype::F32}, {bound_.m, kH})
-                        : nullptr) {}
-  Replay(const Replay&) = delete;
-  Replay& operator=(const Replay&) = delete;
-
-  const std::string& name() const { return name_; }
-
-  // Elements of out and new_stream (when recorded) that the build of m gets wrong.
-  std::int64_t mismatches(Mutant m, unsigned threads) const {
-    st::Tensor out = st::make_tensor(st::Dtype::BF16, {bound_.m, kH});
-    st::Tensor new_stream = st::make_tensor(st::Dtype::F32, {bound_.m, kH});
-    ref::Outputs o;
-    o.out = out.data<std::uint16_t>();
-    if (new_stream_) o.new_stream = new_stream.data<float>();
-    mutants::run_emulator(m, constants_, bound_.operands, bound_.inputs, o, threads);
-    return differing(*out_, out) + (new_stream_ ? differing(*new_stream_, new_stream) : 0);
-  }
-
- private:
-  const std::string name_;
-  const st::File file_;
-  const Constants constants_;
-  const BoundTensors bound_;
-  const st::Tensor* const out_;
-  const st::Tensor* const new_stream_;  // null when not recorded
-};
 
 struct Caught {
   int fixtures = 0;
@@ -101,11 +67,11 @@ TEST_CASE("every emulator twin of a planted bug fails the replay of the committe
 
   std::map<Mutant, Caught> caught;
   for (const fs::path& path : files) {
-    const Replay replay(path);
-    CAPTURE(replay.name());
-    REQUIRE(replay.mismatches(Mutant::none, threads) == 0);  // production: the hardware's bits
+    const Fixture fixture(path);
+    CAPTURE(fixture.name);
+    REQUIRE(mismatches(fixture, Mutant::none, threads) == 0);  // production: the hardware's bits
     for (Mutant m : mutants::kEmulatorTwins) {
-      const std::int64_t n = replay.mismatches(m, threads);
+      const std::int64_t n = mismatches(fixture, m, threads);
       caught[m].fixtures += n > 0;
       caught[m].elements += n;
     }

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 using namespace boundary;
 namespace st = boundary::safetensors;

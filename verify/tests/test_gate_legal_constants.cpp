@@ -10,6 +10,7 @@
 #include <boundary/edge_suite.hpp>
 #include <boundary/gate.hpp>
 #include <boundary/mutant_emulators.hpp>
+#include <boundary/results.hpp>
 
 #include <doctest/doctest.h>
 
@@ -84,12 +85,8 @@ fs::path write_constants(const fs::path& dir, const Constants& c) {
 std::vector<std::string> order_rows_missed(const Constants& c, const suite::Suite& s, Mutant m, const std::string& layout) {
   const BoundTensors bound = bind_inputs(s.inputs, c, "order rows");
   const auto run = [&](Mutant which) {
-    const auto n = static_cast<std::size_t>(bound.m) * kH;
-    std::pair<std::vector<std::uint16_t>, std::vector<float>> r{std::vector<std::uint16_t>(n), std::vector<float>(n)};
-    ref::Outputs o;
-    o.out = r.first.data();
-    o.new_stream = r.second.data();
-    mutants::run_emulator(which, c, bound.operands, bound.inputs, o, 2);
+    ref::Results r(bound.m);
+    mutants::run_emulator(which, c, bound.operands, bound.inputs, r.outputs(), 2);
     return r;
   };
   const auto production = run(Mutant::none), mutant = run(m);
@@ -98,8 +95,8 @@ std::vector<std::string> order_rows_missed(const Constants& c, const suite::Suit
     const std::string& family = s.row_family[static_cast<std::size_t>(row)];
     if (family.rfind("order (overflow): " + layout, 0) != 0) continue;
     const std::size_t at = static_cast<std::size_t>(row) * kH;
-    if (std::equal(&production.first[at], &production.first[at + kH], &mutant.first[at]) &&
-        std::equal(&production.second[at], &production.second[at + kH], &mutant.second[at], [](float a, float b) {
+    if (std::equal(&production.out[at], &production.out[at + kH], &mutant.out[at]) &&
+        std::equal(&production.new_stream[at], &production.new_stream[at + kH], &mutant.new_stream[at], [](float a, float b) {
           return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
         }))
       missed.push_back(family);

@@ -11,6 +11,8 @@
 #include <boundary/input_limits.hpp>
 #include <boundary/replay.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <doctest/doctest.h>
 
 #include <filesystem>

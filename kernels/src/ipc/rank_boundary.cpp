@@ -6,8 +6,6 @@
 
 namespace boundary::gpu {
 
-using detail::cuda_check;
-
 namespace {
 
 void* allocate_branch(std::int64_t rows) {

@@ -21,7 +21,6 @@ namespace boundary::gpu {
 
 namespace {
 
-using detail::cuda_check;
 using Clock = std::chrono::steady_clock;
 
 constexpr char kMagic[16] = "boundary-rank/1";

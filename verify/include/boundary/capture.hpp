@@ -6,7 +6,6 @@
 
 #include <boundary/replay.hpp>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

@@ -3,13 +3,18 @@
 // argv) and returns its result as JSON data; main() formats it last.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+
+// CLI::App by reference only: CLI11 is a heavy header (about 10 s of compiling a file), included
+// by the sources that declare options, not by every user of this header.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace boundary::cli {
 

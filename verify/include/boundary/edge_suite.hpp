@@ -81,7 +81,8 @@ Vacuity check_vacuity(const Constants& constants, const safetensors::File& input
 // small set of rows that still catches every planted bug (capture --edge-suite writes them).
 std::vector<std::int64_t> witness_rows(const Constants& constants, const safetensors::File& inputs, int per_mutant,
                                        unsigned threads);
-// inputs with only these rows of branch and stream (the operands unchanged).
+// inputs with only these rows of every [m, H] tensor (the operands unchanged): a smaller file
+// for captures and reruns.
 safetensors::File select_rows(const safetensors::File& inputs, std::span<const std::int64_t> rows);
 
 }  // namespace boundary::suite

@@ -8,8 +8,6 @@
 #include <boundary/gpu/draft_boundary.hpp>
 #include <boundary/report.hpp>
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -17,11 +15,6 @@
 #include <vector>
 
 namespace boundary::gpu_runs {
-
-// Throws gpu::CudaError naming `what` unless e is cudaSuccess.
-void check(cudaError_t e, const char* what);
-
-gpu::Dtype device_dtype(WeightDtype);
 
 // A bound file's operands on the device, as the views gpu::DraftBoundary and gpu::EagerChain take.
 class DeviceOperands {

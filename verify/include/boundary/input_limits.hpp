@@ -4,7 +4,6 @@
 // an error message is cut short; a number on the command line is plain decimal.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -12,6 +11,11 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+// Declared only: the command-line sources, which use the validator, include CLI11 themselves.
+namespace CLI {
+class Validator;
+}  // namespace CLI
 
 namespace boundary::io {
 

@@ -199,8 +199,5 @@ std::string hex_bits(std::uint32_t bits, const std::string& dtype);
 nlohmann::json to_json(const Mismatch&);
 nlohmann::json to_json(const Report&);
 
-// Writes a temporary file next to path, then renames it over path: a reader never sees half a
-// report. Throws InputError naming the path when it cannot.
-void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace boundary::report

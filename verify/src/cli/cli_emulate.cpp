@@ -9,6 +9,8 @@
 #include <boundary/reference.hpp>
 #include <boundary/version.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>

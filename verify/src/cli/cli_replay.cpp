@@ -1,8 +1,11 @@
 // boundary-verify replay: each fixture's inputs through the emulator (and, with --gpu, the GPU
 // hook's kernels), every output element compared bit for bit with the recorded one.
+#include <boundary/atomic_file.hpp>
 #include <boundary/fixture_metadata.hpp>
 #include <boundary/input_limits.hpp>
 #include <boundary/replay.hpp>
+
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <sstream>
@@ -28,32 +31,6 @@ namespace {
 // Metadata keys copied into the report as the fixture's provenance (none is required).
 const std::vector<std::string> kProvenanceKeys = {"gpu",  "compute_capability", "driver", "cuda",
                                                   "project_version", "seed", "date", "producer"};
-
-// A fixture read and checked: its constants, bound inputs and recorded outputs. Not movable in
-// effect: bound and the output pointers point into file.
-struct Fixture {
-  explicit Fixture(const std::filesystem::path& path)
-      : name(path.string()),
-        file(st::read_file(path)),
-        constants(fixture_constants(file, name)),
-        bound(bind_inputs(file, constants, name)),
-        out(&st::require(file, name, "out", {st::Dtype::BF16}, {bound.m, kH})),
-        new_stream(recorded_new_stream(file, name, bound.m)) {}
-  Fixture(const Fixture&) = delete;
-  Fixture& operator=(const Fixture&) = delete;
-
-  std::string metadata(const std::string& key) const {
-    const auto it = file.metadata.find(key);
-    return it == file.metadata.end() ? std::string() : it->second;
-  }
-
-  const std::string name;
-  const st::File file;
-  const Constants constants;
-  const BoundTensors bound;
-  const st::Tensor* const out;
-  const st::Tensor* const new_stream;  // null when not recorded
-};
 
 ReplayedOutputs run_emulator(const Fixture& f, unsigned threads) {
   ReplayedOutputs r{"emulator", st::make_tensor(st::Dtype::BF16, {f.bound.m, kH}), std::nullopt};
@@ -137,7 +114,7 @@ ReplayResult replay(const ReplayOptions& o) {
 nlohmann::json run_replay(const ReplayOptions& o, int* exit_code) {
   const ReplayResult result = replay(o);
   nlohmann::json json = report::to_json(result.report);
-  if (o.report) report::write_text_atomically(*o.report, json.dump(2) + "\n");
+  if (o.report) io::write_file_atomically(*o.report, json.dump(2) + "\n");
   if (exit_code) *exit_code = result.exit_code;
   return json;
 }

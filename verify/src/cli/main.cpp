@@ -15,6 +15,8 @@
 #include <boundary/gpu/draft_boundary.hpp>
 #endif
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>

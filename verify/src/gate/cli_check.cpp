@@ -2,9 +2,12 @@
 // the emulator's, reported as the gate reports (same schema, summary, JUnit and exit codes).
 #include "cli_gate_parts.hpp"
 
+#include <boundary/atomic_file.hpp>
 #include <boundary/cli_cases.hpp>
 #include <boundary/constants_json.hpp>
 #include <boundary/junit.hpp>
+
+#include <CLI/CLI.hpp>
 
 #include <fstream>
 
@@ -110,8 +113,8 @@ nlohmann::json run_check(const CheckOptions& o, int* exit_code) {
   nlohmann::json json = report::to_json(rep);
   json["notes"] = nlohmann::json::array({"check: " + std::to_string(entries.size()) + " cases of " + o.cases.string() +
                                          ", outputs from " + o.outputs.string()});
-  if (o.report) report::write_text_atomically(*o.report, json.dump(2) + "\n");
-  if (o.junit) report::write_text_atomically(*o.junit, junit::gate_xml(json));
+  if (o.report) io::write_file_atomically(*o.report, json.dump(2) + "\n");
+  if (o.junit) io::write_file_atomically(*o.junit, junit::gate_xml(json));
   *exit_code = rep.exit_code;
   return json;
 }

@@ -1,8 +1,11 @@
 // boundary-verify export: the gate's suites as case files and their manifest.
+#include <boundary/atomic_file.hpp>
 #include <boundary/cli_cases.hpp>
 #include <boundary/constants_json.hpp>
 #include <boundary/report.hpp>
 #include <boundary/version.hpp>
+
+#include <CLI/CLI.hpp>
 
 #include <sstream>
 
@@ -60,7 +63,7 @@ nlohmann::json run_export(const ExportOptions& o) {
       {"cases", entries},
   };
   // Last: a directory with a manifest is a complete export.
-  report::write_text_atomically(o.dir / "manifest.json", manifest.dump(2) + "\n");
+  io::write_file_atomically(o.dir / "manifest.json", manifest.dump(2) + "\n");
   return {{"command", "export"}, {"dir", o.dir.string()}, {"cases", entries.size()},
           {"rows", rows},        {"bytes", bytes},          {"manifest", (o.dir / "manifest.json").string()}};
 }

@@ -3,12 +3,15 @@
 // first one shrunk; the vacuity of the edge suites; the committed fixtures replayed.
 #include "cli_gate_parts.hpp"
 
+#include <boundary/atomic_file.hpp>
 #include <boundary/cases.hpp>
 #include <boundary/constants_json.hpp>
 #include <boundary/external.hpp>
 #include <boundary/input_limits.hpp>
 #include <boundary/junit.hpp>
 #include <boundary/replay.hpp>
+
+#include <CLI/CLI.hpp>
 
 #include <unistd.h>
 
@@ -293,8 +296,8 @@ nlohmann::json run_gate(const GateOptions& o, int* exit_code) {
   json["notes"] = result.notes;
   if (result.shrunk_fixture && result.report.gate->shrink)
     st::write_file(result.report.gate->shrink->fixture, *result.shrunk_fixture);
-  if (o.report) report::write_text_atomically(*o.report, json.dump(2) + "\n");
-  if (o.junit) report::write_text_atomically(*o.junit, junit::gate_xml(json));
+  if (o.report) io::write_file_atomically(*o.report, json.dump(2) + "\n");
+  if (o.junit) io::write_file_atomically(*o.junit, junit::gate_xml(json));
   if (exit_code) *exit_code = result.report.exit_code;
   return json;
 }

@@ -25,7 +25,7 @@ void diagnose(const GateGpuHook& hook, const BoundSuite& s, const GateVariant& v
   for (std::size_t i = first_listed; i < listed.size(); ++i)
     if (std::find(rows.begin(), rows.end(), listed[i].row) == rows.end() && rows.size() < kDiagnosedRows)
       rows.push_back(listed[i].row);
-  const st::File sub = select_rows(s.suite.inputs, rows);
+  const st::File sub = suite::select_rows(s.suite.inputs, rows);
   const BoundTensors bound = bind_inputs(sub, s.constants, s.info.name + " (diagnosed rows)");
   const std::optional<StageValues> actual = hook.run_with_intermediates(s.constants, bound, v);
   if (!actual) return;  // no debug build of this implementation: the stage stays unknown

@@ -1,5 +1,6 @@
 #include "cli_gate_parts.hpp"
 
+#include <boundary/fixture_metadata.hpp>
 #include <boundary/mutant_emulators.hpp>
 #include <boundary/primitives.hpp>
 
@@ -103,24 +104,6 @@ StageValues emulate(const Constants& constants, const BoundTensors& bound, unsig
   return v;
 }
 
-st::File select_rows(const st::File& inputs, const std::vector<std::int64_t>& rows) {
-  st::File out;
-  out.metadata = inputs.metadata;
-  for (const auto& [name, t] : inputs.tensors) {
-    if (t.shape.size() != 2) {  // the operands: [8192]
-      out.tensors[name] = t;
-      continue;
-    }
-    const std::size_t row_bytes = t.bytes.size() / static_cast<std::size_t>(t.shape[0]);
-    st::Tensor r = st::make_tensor(t.dtype, {static_cast<std::int64_t>(rows.size()), t.shape[1]});
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      std::memcpy(r.bytes.data() + i * row_bytes, t.bytes.data() + static_cast<std::size_t>(rows[i]) * row_bytes,
-                  row_bytes);
-    out.tensors[name] = std::move(r);
-  }
-  return out;
-}
-
 nlohmann::json inputs_at(const Constants& constants, const BoundTensors& bound, std::int64_t row, std::int64_t column) {
   if (!bound.inputs.branch) return nullptr;  // partials: not a gate input
   const std::int64_t i = row * kH + column;
@@ -205,9 +188,7 @@ std::size_t compare_run(const BoundSuite& s, const std::string& variant, const s
 }
 
 std::string variant_metadata(const GateVariant& v, StreamDtype stream) {
-  return std::string("stream=") + dtype_word(stream) + ",store_stream=" + (v.store ? "1" : "0") +
-         ",late_gates=" + (v.late_gates ? "1" : "0") + ",pdl=" + (v.pdl ? "1" : "0") + ",layout=" + layout_word(v.layout) +
-         ",gate_variant=" + v.name;
+  return boundary::variant_metadata(stream, v.store, v.late_gates, v.pdl, layout_word(v.layout)) + ",gate_variant=" + v.name;
 }
 
 void Progress::add(std::int64_t rows) {

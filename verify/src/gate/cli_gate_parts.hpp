@@ -49,9 +49,6 @@ st::File read_operands(const std::filesystem::path& path);
 StageValues emulate(const Constants& constants, const BoundTensors& bound, unsigned threads, bool intermediates,
                     Mutant mutant = Mutant::none);
 
-// Rows of a suite's inputs, with its operands: a smaller file for reruns.
-st::File select_rows(const st::File& inputs, const std::vector<std::int64_t>& rows);
-
 // The bits of the inputs at (row, column): branch, stream, alpha, beta, weights.
 nlohmann::json inputs_at(const Constants& constants, const BoundTensors& bound, std::int64_t row, std::int64_t column);
 
@@ -71,7 +68,8 @@ std::size_t compare_run(const BoundSuite& s, const std::string& variant, const s
                         const StageValues& expected, const StageValues& actual, bool store, report::Report& rep,
                         const std::string& file = "");
 
-// The fixtures' metadata spelling of a variant on a stream ("stream=f32,store_stream=1,...").
+// The fixtures' metadata spelling of a variant on a stream (variant_metadata of
+// fixture_metadata.hpp) and the gate's name for it: "stream=f32,...,gate_variant=<name>".
 std::string variant_metadata(const GateVariant& v, StreamDtype stream);
 
 // Progress on stderr: rows done, rows/s, time left; silent for runs under ~2 s.

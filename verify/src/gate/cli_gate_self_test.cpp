@@ -8,6 +8,8 @@
 #include <boundary/input_limits.hpp>
 #include <boundary/mutant_emulators.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <set>
 #include <sstream>

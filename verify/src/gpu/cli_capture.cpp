@@ -11,6 +11,8 @@
 #include <boundary/replay.hpp>
 #include <boundary/version.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <cstring>
 #include <sstream>
 

@@ -4,6 +4,7 @@
 
 #include <boundary/gate.hpp>
 #include <boundary/gpu/all_reduce_boundary.hpp>
+#include <boundary/gpu/cuda_check.hpp>
 #include <boundary/gpu/diagnostics.hpp>
 #include <boundary/gpu_runs.hpp>
 
@@ -18,7 +19,7 @@ namespace st = safetensors;
 
 namespace {
 
-using gpu_runs::check;
+using gpu::cuda_check;
 
 // A producer slow enough that a boundary reading its branch before griddepcontrol.wait reads the
 // poisoned buffer, not the copy.
@@ -57,7 +58,7 @@ void graph_replay(gpu::DraftBoundary& fused, const gpu_runs::DeviceInputs& in, c
                   const gpu::Variant& variant) {
   fused.check(in.branch, in.stream, out);
   cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   const auto release = [&] {
@@ -66,12 +67,12 @@ void graph_replay(gpu::DraftBoundary& fused, const gpu_runs::DeviceInputs& in, c
     cudaStreamDestroy(stream);
   };
   try {
-    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     fused.launch(in.branch, in.stream, out, stream, variant);
-    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    for (int replay = 0; replay < 2; ++replay) check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    check(cudaStreamSynchronize(stream), "graph replay");
+    cuda_check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    for (int replay = 0; replay < 2; ++replay) cuda_check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    cuda_check(cudaStreamSynchronize(stream), "graph replay");
   } catch (...) {
     release();
     throw;

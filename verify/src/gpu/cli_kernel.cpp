@@ -5,6 +5,8 @@
 #include <boundary/cli_kernel.hpp>
 #include <boundary/gpu_runs.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <cstring>
 #include <sstream>
 

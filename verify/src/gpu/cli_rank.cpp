@@ -4,8 +4,11 @@
 // outputs checked for a peer failure and written.
 #include <boundary/cases.hpp>
 #include <boundary/cli_rank.hpp>
+#include <boundary/gpu/cuda_check.hpp>
 #include <boundary/gpu/rank_ipc.hpp>
 #include <boundary/gpu_runs.hpp>
+
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -99,13 +102,13 @@ nlohmann::json run_rank(const RankOptions& o, int* exit_code) {
     return {{"command", "rank"}, {"written", false}, {"reason", "no CUDA device: nothing run"}};
   }
   int devices = 0;
-  gpu_runs::check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  gpu::cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
   const int device = o.device >= 0 ? o.device : o.rank % devices;
   if (device >= devices)
     throw InputError("--device: " + std::to_string(device) + ", but " + std::to_string(devices) + " devices are visible");
-  gpu_runs::check(cudaSetDevice(device), "cudaSetDevice");
+  gpu::cuda_check(cudaSetDevice(device), "cudaSetDevice");
   cudaStream_t s = nullptr;
-  gpu_runs::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  gpu::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   const std::unique_ptr<CUstream_st, void (*)(cudaStream_t)> stream_owner(s, [](cudaStream_t x) { cudaStreamDestroy(x); });
   const bool pdl = !o.no_pdl;
   // Everything readied before the rendezvous, so that the device deadlines start with all ranks busy stepping.
@@ -149,12 +152,12 @@ nlohmann::json run_rank(const RankOptions& o, int* exit_code) {
     const gpu::TensorView stream_view = r.stream.view(
         c.bound.inputs.stream_dtype == StreamDtype::f32 ? gpu::Dtype::f32 : gpu::Dtype::bf16, {m, kH});
     group.wait_writable(s, pdl);
-    gpu_runs::check(cudaMemcpyAsync(group.partial(o.rank, m).data, c.partial.data(), n * 2, cudaMemcpyHostToDevice, s),
+    gpu::cuda_check(cudaMemcpyAsync(group.partial(o.rank, m).data, c.partial.data(), n * 2, cudaMemcpyHostToDevice, s),
                     "copying this rank's partial");
     group.arrive(s, pdl);
     r.boundary->launch(group, m, stream_view, outputs(0), outputs(1), s, r.variant);
     group.depart(s, pdl);
-    gpu_runs::check(cudaStreamSynchronize(s), "the rank's step");
+    gpu::cuda_check(cudaStreamSynchronize(s), "the rank's step");
     group.check();
     for (int i = 0; i < 2; ++i) {
       st::File f;

@@ -1,20 +1,13 @@
 #include <boundary/gpu_runs.hpp>
 
+#include <boundary/fixture_metadata.hpp>
+#include <boundary/gpu/cuda_check.hpp>
+#include <boundary/gpu/weight_dtype.hpp>
+
 #include <fstream>
 #include <span>
-#include <sstream>
 
 namespace boundary::gpu_runs {
-
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  cudaGetLastError();
-  throw gpu::CudaError(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
-
-gpu::Dtype device_dtype(WeightDtype d) {
-  return d == WeightDtype::bf16 ? gpu::Dtype::bf16 : d == WeightDtype::fp16 ? gpu::Dtype::f16 : gpu::Dtype::f32;
-}
 
 namespace {
 
@@ -41,8 +34,8 @@ DeviceOperands::DeviceOperands(const Constants& constants, const ref::Operands& 
       pre_weight_(upload_weight(constants.pre, operands.pre_weight)) {
   views_.alpha = alpha_.view(gpu::Dtype::f32, {kH});
   views_.beta = beta_.view(gpu::Dtype::f32, {kH});
-  if (post_weight_) views_.post_weight = post_weight_->view(device_dtype(constants.post.weight_dtype), {kH});
-  if (pre_weight_) views_.pre_weight = pre_weight_->view(device_dtype(constants.pre.weight_dtype), {kH});
+  if (post_weight_) views_.post_weight = post_weight_->view(gpu::weight_dtype(constants.post.weight_dtype), {kH});
+  if (pre_weight_) views_.pre_weight = pre_weight_->view(gpu::weight_dtype(constants.pre.weight_dtype), {kH});
 }
 
 DeviceInputs::DeviceInputs(const BoundTensors& bound) : m(bound.m) {
@@ -66,7 +59,7 @@ KernelOutputs run_poisoned(std::int64_t m, bool store, const std::function<void(
   out.fill(0xFF);
   if (store) new_stream.fill(0xFF);
   launch(gpu::Outputs{out.view(gpu::Dtype::bf16, {m, kH}), new_stream.view(gpu::Dtype::f32, {m, kH})});
-  check(cudaDeviceSynchronize(), "kernel execution");
+  gpu::cuda_check(cudaDeviceSynchronize(), "kernel execution");
   KernelOutputs r;
   r.out.resize(n);
   out.download(r.out.data(), n * 2);
@@ -123,10 +116,7 @@ GpuRun run_on_gpu(const Constants& constants, const BoundTensors& bound, bool st
 }
 
 std::string variant_metadata(const gpu::Variant& v) {
-  std::ostringstream s;
-  s << "stream=" << (v.stream == StreamDtype::f32 ? "f32" : "bf16") << ",store_stream=" << v.store_stream
-    << ",late_gates=" << v.late_gates << ",pdl=" << v.pdl << ",layout=" << gpu::layout_name(v.layout);
-  return s.str();
+  return boundary::variant_metadata(v.stream, v.store_stream, v.late_gates, v.pdl, gpu::layout_name(v.layout));
 }
 
 std::optional<report::GpuInfo> gpu_info() {

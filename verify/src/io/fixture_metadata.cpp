@@ -3,6 +3,7 @@
 #include <boundary/constants_json.hpp>
 
 #include <sstream>
+#include <utility>
 
 namespace boundary {
 
@@ -29,6 +30,26 @@ const st::Tensor* recorded_new_stream(const st::File& file, const std::string& n
     }
   }
   return present ? &st::require(file, name, "new_stream", {st::Dtype::F32}, {m, kH}) : nullptr;
+}
+
+std::string variant_metadata(StreamDtype stream, bool store_stream, bool late_gates, bool pdl, const std::string& layout) {
+  return std::string("stream=") + (stream == StreamDtype::f32 ? "f32" : "bf16") + ",store_stream=" + (store_stream ? "1" : "0") +
+         ",late_gates=" + (late_gates ? "1" : "0") + ",pdl=" + (pdl ? "1" : "0") + ",layout=" + layout;
+}
+
+Fixture::Fixture(st::File f, std::string n)
+    : name(std::move(n)),
+      file(std::move(f)),
+      constants(fixture_constants(file, name)),
+      bound(bind_inputs(file, constants, name)),
+      out(&st::require(file, name, "out", {st::Dtype::BF16}, {bound.m, kH})),
+      new_stream(recorded_new_stream(file, name, bound.m)) {}
+
+Fixture::Fixture(const std::filesystem::path& path) : Fixture(st::read_file(path), path.string()) {}
+
+std::string Fixture::metadata(const std::string& key) const {
+  const auto it = file.metadata.find(key);
+  return it == file.metadata.end() ? std::string() : it->second;
 }
 
 }  // namespace boundary

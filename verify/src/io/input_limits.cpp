@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <system_error>
 
 namespace boundary::io {
@@ -107,21 +106,6 @@ void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<fs:
 std::uint64_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
-}
-
-CLI::Validator unsigned_decimal() {
-  return CLI::Validator(
-      [](const std::string& text) -> std::string {
-        std::uint64_t value = 0;
-        const char* end = text.data() + text.size();
-        const auto [at, error] = std::from_chars(text.data(), end, value);
-        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-          return "expected a decimal integer >= 0, got '" + brief_text(text) + "'";
-        if (error == std::errc::result_out_of_range || at != end)
-          return "expected an integer below 2^64, got " + brief_text(text);
-        return {};
-      },
-      "UINT64");
 }
 
 }  // namespace boundary::io

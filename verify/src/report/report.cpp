@@ -3,12 +3,9 @@
 #include <boundary/types.hpp>
 #include <boundary/version.hpp>
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -75,7 +72,6 @@ std::string class_in(st::Dtype dtype, std::uint32_t bits) {
   return value_class((h & 0x8000u) != 0, (h >> 10) & 0x1Fu, 0x1Fu, h & 0x3FFu);
 }
 
-std::string errno_text(int e) { return std::strerror(e); }
 
 }  // namespace
 
@@ -277,37 +273,5 @@ nlohmann::json to_json(const Report& r) {
   };
 }
 
-void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto fail = [&](const std::string& what) { throw InputError(path.string() + ": " + what); };
-  if (!path.has_filename()) fail("names a directory, expected a file path");
-  // mkstemp in the target's directory: rename() is atomic only within one file system.
-  std::string tmp = (path.parent_path() / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail("cannot create a temporary file next to it: " + errno_text(errno));
-  const auto give_up = [&](const std::string& what) {
-    const int e = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail(what + ": " + errno_text(e));
-  };
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) give_up("cannot write");
-    done += static_cast<std::size_t>(n);
-  }
-  // mkstemp makes 0600; a report is for sharing.
-  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) give_up("cannot finish the temporary file");
-  if (::close(fd) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot close the temporary file: " + errno_text(e));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot rename the temporary file over it: " + errno_text(e));
-  }
-}
 
 }  // namespace boundary::report

@@ -10,6 +10,7 @@
 #include <boundary/edge_rows.hpp>
 #include <boundary/primitives.hpp>
 #include <boundary/reference.hpp>
+#include <boundary/results.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -296,24 +297,16 @@ TieRows count_tie_rows(const Constants& constants, const st::File& inputs) {
   const BoundTensors bound = bind_inputs(inputs, constants, "tie count");
   const ref::Boundary boundary(constants, bound.operands);
   const auto m = static_cast<std::size_t>(bound.m);
-  std::vector<float> res(m * kH), r1(m), r2(m);
-  std::vector<std::uint16_t> out(m * kH), branch(m * kH), z(m * kH);
-  ref::Outputs o;
-  o.out = out.data();
-  o.new_stream = res.data();
-  o.branch = branch.data();
-  o.z = z.data();
-  o.r1 = r1.data();
-  o.r2 = r2.data();
-  boundary.run(bound.inputs, o);
+  ref::Results r(bound.m, ref::Results::Wanted::everything);
+  boundary.run(bound.inputs, r.outputs());
   TieRows ties;
   for (std::size_t row = 0; row < m; ++row) {
     bool y = false, s = false, u = false;
     for (int c = 0; c < kH; ++c) {
       const std::size_t i = row * kH + c;
-      y = y || is_bf16_tie(norm_output(constants.post, boundary.post_gamma(), c, bf16_to_f32(branch[i]), r1[row]));
-      s = s || is_bf16_tie(res[i]);
-      u = u || is_bf16_tie(norm_output(constants.pre, boundary.pre_gamma(), c, bf16_to_f32(z[i]), r2[row]));
+      y = y || is_bf16_tie(norm_output(constants.post, boundary.post_gamma(), c, bf16_to_f32(r.branch[i]), r.r1[row]));
+      s = s || is_bf16_tie(r.new_stream[i]);
+      u = u || is_bf16_tie(norm_output(constants.pre, boundary.pre_gamma(), c, bf16_to_f32(r.z[i]), r.r2[row]));
     }
     ties.y += y;
     ties.res += s;

@@ -3,6 +3,7 @@
 #include <boundary/edge_suite.hpp>
 #include <boundary/mutant.hpp>
 #include <boundary/mutant_emulators.hpp>
+#include <boundary/results.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -13,18 +14,9 @@ namespace boundary::suite {
 
 namespace {
 
-struct Result {
-  std::vector<std::uint16_t> out;
-  std::vector<float> new_stream;
-};
-
-Result emulate(Mutant m, const Constants& constants, const BoundTensors& bound, unsigned threads) {
-  const auto n = static_cast<std::size_t>(bound.m) * kH;
-  Result r{std::vector<std::uint16_t>(n), std::vector<float>(n)};
-  ref::Outputs o;
-  o.out = r.out.data();
-  o.new_stream = r.new_stream.data();
-  mutants::run_emulator(m, constants, bound.operands, bound.inputs, o, threads);
+ref::Results emulate(Mutant m, const Constants& constants, const BoundTensors& bound, unsigned threads) {
+  ref::Results r(bound.m);
+  mutants::run_emulator(m, constants, bound.operands, bound.inputs, r.outputs(), threads);
   return r;
 }
 
@@ -36,10 +28,10 @@ bool row_differs(const std::vector<T>& a, const std::vector<T>& b, std::int64_t 
 
 // For every emulator twin, which rows of the inputs it changes.
 std::vector<std::vector<bool>> caught_rows(const Constants& constants, const BoundTensors& bound, unsigned threads) {
-  const Result production = emulate(Mutant::none, constants, bound, threads);
+  const ref::Results production = emulate(Mutant::none, constants, bound, threads);
   std::vector<std::vector<bool>> caught;
   for (const Mutant m : mutants::kEmulatorTwins) {
-    const Result mutant = emulate(m, constants, bound, threads);
+    const ref::Results mutant = emulate(m, constants, bound, threads);
     std::vector<bool>& rows = caught.emplace_back(static_cast<std::size_t>(bound.m));
     for (std::int64_t row = 0; row < bound.m; ++row)
       rows[static_cast<std::size_t>(row)] =
@@ -92,10 +84,10 @@ std::vector<std::int64_t> witness_rows(const Constants& constants, const safeten
 
 safetensors::File select_rows(const safetensors::File& inputs, std::span<const std::int64_t> rows) {
   safetensors::File f = inputs;
-  for (const char* name : {"branch", "stream"}) {
+  for (auto& [name, picked] : f.tensors) {
+    if (picked.shape.size() != 2) continue;  // the operands: [8192]
     const safetensors::Tensor& t = inputs.tensors.at(name);
-    const std::size_t row_bytes = t.bytes.size() / static_cast<std::size_t>(t.shape.at(0));
-    safetensors::Tensor& picked = f.tensors.at(name);
+    const std::size_t row_bytes = t.bytes.size() / static_cast<std::size_t>(t.shape[0]);
     picked.shape[0] = static_cast<std::int64_t>(rows.size());
     picked.bytes.resize(rows.size() * row_bytes);
     for (std::size_t i = 0; i < rows.size(); ++i)

@@ -22,6 +22,8 @@ class DeviceBuffer {
 
   void* get() const { return data_; }
   std::size_t bytes() const { return bytes_; }
+  // `offset` bytes in: a row of a batch, or a deliberately misaligned operand.
+  void* at(std::size_t offset) const { return static_cast<std::uint8_t*>(data_) + offset; }
   void fill(unsigned char byte);                 // synchronous
   void download(void* host, std::size_t bytes) const;  // synchronous, device -> host
   TensorView view(Dtype dtype, std::vector<std::int64_t> shape) const { return {data_, dtype, std::move(shape)}; }
