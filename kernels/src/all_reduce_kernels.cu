@@ -1,5 +1,5 @@
-// The eager one-shot all-reduce of contract section 7 (the fused all-reduce boundary is the
-// cluster layout of cluster_boundary_kernel.cuh, built in draft_boundary_kernel.cu).
+// The eager one-shot all-reduce of contract section 7 (the fused all-reduce boundary is built in
+// draft_boundary_kernel.cu: the pair, quad and cluster layouts on R partials).
 #include "all_reduce_launch.hpp"
 
 #include <boundary/device/fragment_stages.cuh>

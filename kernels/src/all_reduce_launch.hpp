@@ -16,8 +16,8 @@ struct AllReduceParams {
 cudaError_t launch_all_reduce(const std::uint16_t* const (&partials)[kMaxRanks], int ranks, std::uint16_t* branch,
                               std::int64_t m, cudaStream_t s);
 cudaError_t prepare_all_reduce();
-// The fused all-reduce boundary: the cluster layout (clusters of 8 CTAs of 128 threads, rows
-// strided over the clusters resident at once) on p.ranks partials.
+// The fused all-reduce boundary on p.ranks partials in v's layout: pair, quad or cluster (no cta:
+// the host API refuses it, and this returns cudaErrorNotSupported).
 cudaError_t launch_all_reduce_boundary(const AllReduceParams& p, std::int64_t m, const Variant& v, cudaStream_t s);
 cudaError_t prepare_all_reduce_boundary(const Variant& v, int ranks);
 // Clusters of the cluster layout resident at once on this device (one rank, F32 stream).

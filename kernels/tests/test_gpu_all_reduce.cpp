@@ -1,5 +1,5 @@
 // The GPU tests of the all-reduce boundary (ctest label gpu), contract section 7: the fused
-// all-reduce boundary (a cluster of 8 CTAs per row) == the all-reduce kernel + the eager chain
+// all-reduce boundary (its pair, quad and cluster layouts) == the all-reduce kernel + the eager chain
 // == the all-reduce kernel + the DraftBoundary == the emulator, bit for bit, every element of
 // out and new_stream (and of the all-reduced branch), for R in {1, 2, 3, 8}; partials whose FP32
 // sum depends on the rank order; edge rows on each rank; decode chains under PDL replayed from a

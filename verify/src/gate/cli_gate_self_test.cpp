@@ -79,8 +79,8 @@ Caught kernel_mutants_on_suites(const SelfTestOptions& o, const Constants& base,
       const auto s = bind_suite(spec, std::move(made), nullptr, "");
       const StageValues expected = emulate(s->constants, s->bound, threads, false);
       for (const Mutant m : kAllMutants) {
-        // Rows caught in the layout that catches fewer: a planted bug counts as caught only when
-        // it is caught in both layouts.
+        // Rows caught in the layout that catches fewest: a planted bug counts as caught only when
+        // every layout catches it.
         std::int64_t fewest = -1;
         for (const GateVariant::Layout layout : kGateLayouts) {
           GateVariant v{"mutant", GateVariant::Kind::fused, spec.stream, true,
