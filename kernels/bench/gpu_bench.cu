@@ -69,10 +69,11 @@ __global__ void sm_copy_kernel(const uint4* __restrict__ src, uint4* __restrict_
   for (; i < n; i += stride) dst[i] = src[i];
 }
 
-// The floors of the all-reduce boundary's grid (clusters of 8 CTAs of 128 threads), to tell a
-// missed launch target's causes apart: the cluster launch alone; with the kernel's three cluster
-// barriers; and its memory traffic alone (the partials and the stream in, out and new_stream out,
-// the arithmetic reduced to one add per element and no row sums).
+// The floors of the cluster grid (clusters of 8 CTAs of 128 threads, one a row), to tell a
+// missed launch target's causes apart: the cluster launch alone; with three cluster barriers; and
+// the memory traffic alone (the R partials, or the DraftBoundary's branch, and the stream in, out
+// and new_stream out, one add per element and no row sums). The traffic kernel is a latency floor
+// for small m: one 16-byte word a thread and no loop, it is no bandwidth ceiling (the SM copy is).
 __global__ void __cluster_dims__(8, 1, 1) empty_cluster_kernel() {}
 
 __global__ void __cluster_dims__(8, 1, 1) cluster_barriers_kernel() {
@@ -585,6 +586,7 @@ struct AllReduceResult {
   int ranks = 0, sets = 1, launches = 0;
   bg::Layout layout = bg::Layout::quad;  // the dispatcher's choice for m
   Timing fused, chain;
+  Timing cluster, pair, quad;  // each layout forced
   Timing empty_cluster, cluster_barriers, traffic;  // the floors of its grid, PDL on
   double bytes = 0;
 };
@@ -596,6 +598,7 @@ struct RowResult {
   Timing empty_plain, empty_pdl, fused_f32, fused_bf16, eager;
   bg::Layout layout = bg::Layout::cta;  // the dispatcher's choice for m (fused_f32, fused_bf16)
   Timing cta_f32, cluster_f32, pair_f32, quad_f32;  // each layout forced, F32 stream stored
+  Timing traffic;  // the floor of its bytes: the traffic kernel over branch, stream, out and new_stream
   double bytes_f32 = 0, bytes_bf16 = 0, bytes_eager = 0;
   std::optional<AllReduceResult> all_reduce;
 
@@ -624,6 +627,7 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
   line("cluster layout, F32", r.cluster_f32, r.bytes_f32);
   line("pair layout, F32", r.pair_f32, r.bytes_f32);
   line("quad layout, F32", r.quad_f32, r.bytes_f32);
+  line("floor: its traffic", r.traffic, r.bytes_f32);
   std::printf("  dispatched layout: %s\n", bg::layout_name(r.layout));
   std::printf("  eager chain moves %.2fx the minimum traffic (%.1f GB/s actual); L2 %.0f MB\n",
               r.bytes_eager / r.bytes_f32, gbps(r.bytes_eager, r.eager), static_cast<double>(dev.l2_bytes) / 1e6);
@@ -632,6 +636,9 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
                 a->launches, a->sets, a->sets == 1 ? "" : "s", a->bytes / 1e6, bg::layout_name(a->layout));
     line("fused all-reduce, F32", a->fused, a->bytes);
     line("all-reduce + Draft", a->chain, a->bytes);
+    line("cluster layout, AR", a->cluster, a->bytes);
+    line("pair layout, AR", a->pair, a->bytes);
+    line("quad layout, AR", a->quad, a->bytes);
     line("floor: cluster launch", a->empty_cluster, 0);
     line("floor: + 3 cluster bars", a->cluster_barriers, 0);
     line("floor: its traffic", a->traffic, a->bytes);
@@ -696,6 +703,25 @@ void check_all_reduce_bits(const Bench& b, const PartialSet& p, std::int64_t m) 
           "all-reduce boundary new_stream", m, reference);
 }
 
+// The stream in, out and new_stream out of a set, for the traffic kernel.
+void set_traffic_outputs(const BufferSet& set, TrafficParams& t) {
+  t.stream = static_cast<const float4*>(set.stream_f32.get());
+  t.out = static_cast<uint4*>(set.out.get());
+  t.new_stream = static_cast<float4*>(set.new_stream.get());
+}
+
+// The traffic kernel over m rows of each set in turn (the fused kernel's rotation), PDL on.
+Timing time_traffic(cudaStream_t s, const Schedule& sched, std::int64_t m, std::vector<TrafficParams>& sets) {
+  const auto grid = static_cast<unsigned>(m * 8);
+  return time_graph(
+      s, sched,
+      [&](int i) {
+        launch_floor(reinterpret_cast<const void*>(traffic_kernel), grid, 128, true, s, "traffic kernel",
+                     &sets[static_cast<std::size_t>(i) % sets.size()]);
+      },
+      "traffic kernel");
+}
+
 AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
   AllReduceResult a;
   a.ranks = b.options.ranks;
@@ -717,6 +743,17 @@ AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
   a.chain = time_graph(
       s, sched, [&](int i) { launch_all_reduce_then_draft(b.fused, set(i), set(i).base.outputs, s); },
       "all-reduce kernel + DraftBoundary");
+  const auto forced = [&](bg::Layout layout, Timing& t, const char* what) {
+    bg::Variant v = b.all_reduce.variant_for(m, StreamDtype::f32, true);
+    v.layout = layout;
+    b.all_reduce.prepare(v, s);
+    t = time_graph(
+        s, sched, [&](int i) { b.all_reduce.launch(set(i).views, set(i).base.stream_f32_view, set(i).base.outputs, s, v); },
+        what);
+  };
+  forced(bg::Layout::cluster, a.cluster, "fused all-reduce, cluster layout");
+  forced(bg::Layout::pair, a.pair, "fused all-reduce, pair layout");
+  forced(bg::Layout::quad, a.quad, "fused all-reduce, quad layout");
   const auto grid = static_cast<unsigned>(m * 8);
   a.empty_cluster = time_graph(
       s, sched, [&](int) { launch_floor(reinterpret_cast<const void*>(empty_cluster_kernel), grid, 128, true, s, "empty cluster kernel"); },
@@ -729,17 +766,9 @@ AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
   for (std::size_t i = 0; i < sets.size(); ++i) {
     for (int r = 0; r < a.ranks; ++r) traffic[i].partials[r] = static_cast<const uint4*>(sets[i].partials[r].get());
     traffic[i].ranks = a.ranks;
-    traffic[i].stream = static_cast<const float4*>(sets[i].base.stream_f32.get());
-    traffic[i].out = static_cast<uint4*>(sets[i].base.out.get());
-    traffic[i].new_stream = static_cast<float4*>(sets[i].base.new_stream.get());
+    set_traffic_outputs(sets[i].base, traffic[i]);
   }
-  a.traffic = time_graph(
-      s, sched,
-      [&](int i) {
-        launch_floor(reinterpret_cast<const void*>(traffic_kernel), grid, 128, true, s, "traffic kernel",
-                     &traffic[static_cast<std::size_t>(i) % traffic.size()]);
-      },
-      "traffic kernel");
+  a.traffic = time_traffic(s, sched, m, traffic);
   return a;
 }
 
@@ -794,6 +823,13 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
   r.quad_f32 = time_graph(
       s, sched, [&](int i) { b.fused.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s, quad); },
       "fused, quad layout");
+  std::vector<TrafficParams> traffic(sets.size());
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    traffic[i].partials[0] = static_cast<const uint4*>(sets[i].branch.get());
+    traffic[i].ranks = 1;
+    set_traffic_outputs(sets[i], traffic[i]);
+  }
+  r.traffic = time_traffic(s, sched, m, traffic);
   sets.clear();  // the all-reduce sets are bigger: free these first
   if (b.options.ranks > 0) r.all_reduce = measure_all_reduce(b, m);
   return r;
@@ -905,6 +941,9 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
                                       {"floor_empty_cluster", timing_json(a->empty_cluster)},
                                       {"floor_cluster_barriers", timing_json(a->cluster_barriers)},
                                       {"floor_traffic", timing_json(a->traffic)},
+                                      {"cluster", timing_json(a->cluster)},
+                                      {"pair", timing_json(a->pair)},
+                                      {"quad", timing_json(a->quad)},
                                       {"min_bytes", a->bytes},
                                       {"fused_over_empty", a->fused.median_us / r.empty().median_us},
                                       {"fused_gbps", gbps(a->bytes, a->fused)},
@@ -925,6 +964,7 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
                          {"cluster_f32", timing_json(r.cluster_f32)},
                          {"pair_f32", timing_json(r.pair_f32)},
                          {"quad_f32", timing_json(r.quad_f32)},
+                         {"floor_traffic", timing_json(r.traffic)},
                          {"min_bytes_f32", r.bytes_f32},
                          {"min_bytes_bf16", r.bytes_bf16},
                          {"eager_bytes", r.bytes_eager},

@@ -71,11 +71,12 @@ void AllReduceBoundary::check(std::span<const TensorView> partials, const Tensor
   check_stream_and_outputs(stream, outputs, partials[0].shape);
 }
 
-// From boundary_gpu_bench on the H200 (2026-12-03, R = 8, F32 stream stored, us): quad up to m = 8
-// (3.01 / 3.08 at m = 1 / 8; pair 3.77 / 3.84), pair at m = 32 and 132 (4.34 / 8.46; quad 4.52 /
-// 11.10), quad from m = 1024 (57.57 / 423.14 at m = 1024 / 8192; pair 62.72 / 439.28).
+// From boundary_gpu_bench on the H200 (2026-12-03 19:50 UTC, R = 8, F32 stream stored, us, with
+// warp totals crossing CTAs): cluster up to m = 132 (1.96 / 2.03 / 2.83 / 7.51 at m = 1 / 8 / 32 /
+// 132; quad 3.64 / 3.69 / 4.30 / 11.16, pair 4.34 / 4.40 / 4.48 / 9.08), quad above (64.26 / 472.54
+// at m = 1024 / 8192; cluster 64.88 / 488.85, pair 78.65 / 571.78).
 Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
-  const Layout layout = m > 8 && m <= 2 * sm_count_ ? Layout::pair : Layout::quad;
+  const Layout layout = m <= sm_count_ ? Layout::cluster : Layout::quad;
   return Variant{stream, store_stream, m > sm_count_, pdl, layout};
 }
 

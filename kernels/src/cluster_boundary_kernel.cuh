@@ -1,6 +1,6 @@
 // The cluster layout of the fused boundary (contract sections 5 and 7): one row per cluster of 8
-// CTAs of 128 threads, one 8-column fragment per thread (CTA j, thread u: columns 1024 j + 8 u),
-// the row sums through the cluster layer. It serves the all-reduce boundary (R rank partials,
+// CTAs of 128 threads, one 8-column fragment per thread in row_fragment's layout (CTA j holds
+// reference warp j whole: its warp w, fragment w), the row sums through the cluster layer. It serves the all-reduce boundary (R rank partials,
 // summed in rank order) and the DraftBoundary (R = 1: the branch is P_0, passed unchanged), where
 // spreading a row over 8 SMs cuts the latency of small batches.
 //
@@ -55,12 +55,13 @@ template <bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
 __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterThreads, kOneRank ? 8 : 4)
     cluster_boundary_kernel(const AllReduceParams a, const Intermediates d) {
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
-  __shared__ ClusterSumScratch post_sum, pre_sum;
+  __shared__ ClusterSumScratch<kClusterCtas> post_sum, pre_sum;
   if (threadIdx.x == 0) cluster_sum_init(post_sum), cluster_sum_init(pre_sum);
   cluster_arrive_started();
   const BoundaryParams& p = a.boundary;
   const std::int64_t row = blockIdx.x / kClusterCtas;
-  const int column[1] = {1024 * static_cast<int>(blockIdx.x % kClusterCtas) + kVec * static_cast<int>(threadIdx.x)};
+  const int column[1] = {kVec * row_fragment<kClusterCtas>(static_cast<int>(blockIdx.x % kClusterCtas),
+                                                            static_cast<int>(threadIdx.x))};
   const std::size_t at = static_cast<std::size_t>(row) * kH + column[0];
   Gates<1> g;
   if (!p.late_gates) load_gates(p.alpha, p.beta, p.post, p.pre, column, false, g);  // overlaps the previous grid's tail
@@ -92,7 +93,6 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
     store_cluster_row_value(d.r2, row, pre.factor);
   }
   *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
-  cluster_leave();
 }
 
 // The instantiation for a variant's stream dtype and storage: pick(bool_constant<kStreamF32>,

@@ -78,10 +78,11 @@ Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store
   return Variant{stream, store_stream, m > sm_count_, pdl, layout_for(m)};
 }
 
-// From boundary_gpu_bench on the H200 (2026-12-03, F32 stream stored, us): the cluster layout up to
-// m = 32 (2.28 / 2.38 / 3.20 at m = 1 / 8 / 32; pair 2.99 / 3.08 / 3.23, cta 3.80 / 3.84 / 3.92),
-// pair at m = 132 (5.24; cta 5.41, cluster 7.02), cta from m = 1024 (32.03 / 215.93 at
-// m = 1024 / 8192, pair 31.95 / 217.65: the same within the noise).
+// From boundary_gpu_bench on the H200 (2026-12-03 19:50 UTC, F32 stream stored, us, with warp
+// totals crossing CTAs): the cluster layout up to m = 32 (1.66 / 1.75 / 2.31 at m = 1 / 8 / 32;
+// quad 2.35 / 2.39 / 3.03, pair 2.83 / 2.88 / 3.00, cta 3.62 / 3.72 / 3.86), pair at m = 132 (5.11;
+// cta 5.23, cluster 5.37), cta from m = 1024 (31.16 / 214.58 at m = 1024 / 8192; pair 31.24 /
+// 216.48).
 Layout BoundaryBase::layout_for(std::int64_t m) const {
   if (m <= 32) return Layout::cluster;
   return m <= 2 * sm_count_ ? Layout::pair : Layout::cta;

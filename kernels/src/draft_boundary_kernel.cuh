@@ -1,8 +1,7 @@
-// The fused boundary's persistent layouts (Variant::layout cta and ring): a row on a cluster of
-// kCtas CTAs (1: a plain CTA) of 1024 / kCtas threads, one 8-column fragment a thread (CTA j,
-// thread u: columns 8 i .. 8 i + 7 with i = (1024 / kCtas) j + u, fragment i / 256 of reference
-// thread i % 256), the row sums through the CTA layer (kCtas = 1, row_sum.cuh) or the cluster
-// layer (cluster_row_sum.cuh). The grid is persistent: a cluster runs rows c, c + clusters, ...,
+// The fused boundary's persistent layouts (Variant::layout cta, pair and quad): a row on a cluster
+// of kCtas CTAs (1: a plain CTA) of 1024 / kCtas threads, one 8-column fragment a thread in
+// row_fragment's layout (row_sum.cuh: CTA j holds 8 / kCtas reference warps whole), the row sums
+// through the CTA layer (kCtas = 1, row_sum.cuh) or the cluster layer (cluster_row_sum.cuh). The grid is persistent: a cluster runs rows c, c + clusters, ...,
 // streaming its slice of each row through a ring of shared-memory stages that the copy engine
 // fills (cp.async.bulk), so that the next rows land while one reduces; gates and weights are
 // loaded once per CTA. It serves the DraftBoundary (one rank: the branch, passed unchanged) and
@@ -43,13 +42,15 @@ inline constexpr int kMaxStages = 8;
 template <int kCtas>
 struct RingShared {
   float post_gamma[kH / kCtas], pre_gamma[kH / kCtas];
-  std::conditional_t<kCtas == 1, FragmentSumScratch, ClusterSumScratch> sum[kCtas == 1 ? 1 : 2];
+  std::conditional_t<kCtas == 1, FragmentSumScratch, ClusterSumScratch<kCtas>> sum[kCtas == 1 ? 1 : 2];
   std::uint64_t landed[kMaxStages];
 };
 template <int kCtas>
 inline constexpr std::uint32_t kRingFixedBytes = (sizeof(RingShared<kCtas>) + 127) / 128 * 128;
 
-// One stage: this CTA's slice of a row of each rank's partial, then of the stream.
+// One stage: this CTA's slice of a row of each rank's partial, then of the stream. A slice is the
+// columns of its reference warps: kSegments runs of the row (one a fragment; one run with one CTA
+// a row), which the stage holds one after the other, so that thread u's 8 columns sit at 8 u.
 template <int kCtas, bool kStreamF32>
 __host__ __device__ constexpr std::uint32_t ring_stage_bytes(int ranks) {
   return static_cast<std::uint32_t>(kH / kCtas) * (2u * static_cast<std::uint32_t>(ranks) + (kStreamF32 ? 4u : 2u));
@@ -62,9 +63,8 @@ __device__ __forceinline__ void store_row_value(float* p, std::int64_t row, floa
 // The rows of one CTA; the kernels below differ only in what else they write (d).
 //
 // The gates stay in registers and the gammas in shared memory for all the CTA's rows: loaded
-// once, before the PDL wait (overlapping the previous grid's tail) unless late. Thread 0 keeps
-// p.stages rows in flight: it refills a stage as soon as the post norm's row sum has passed its
-// barriers, by which time every thread of the CTA has read that stage.
+// once, before the PDL wait (overlapping the previous grid's tail) unless late. Warp 0 keeps
+// p.stages rows in flight: it refills a stage when it is done with that stage's row.
 template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
 __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Intermediates& d) {
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
@@ -76,21 +76,43 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const int ranks = kOneRank ? 1 : a.ranks;
   const std::uint32_t stage_bytes = ring_stage_bytes<kCtas, kStreamF32>(ranks);
   const auto stage = [&](int slot) { return shared_bytes + kRingFixedBytes<kCtas> + slot * stage_bytes; };
+  constexpr int kSegments = kCtas == 1 ? 1 : kFragments;   // runs of the row in a slice
+  constexpr int kSegment = kSlice / kSegments;              // columns a run
   const int part = static_cast<int>(blockIdx.x % kCtas);  // which slice of the row
   const int local = kVec * static_cast<int>(threadIdx.x);   // this thread's columns in the slice
-  const int column = part * kSlice + local;                 // ... and in the row
+  const int column = kVec * row_fragment<kCtas>(part, static_cast<int>(threadIdx.x));  // ... and in the row
 
-  // Starts the copies of this CTA's slice of row `row` into stage `slot`. Unrolled over the
-  // ranks: a run-time index into the parameter array would copy it to local memory.
+  // Rank r's partial, by a chain of selects: a run-time index into the parameter array would
+  // copy it to local memory.
+  const auto partial = [&](int r) {
+    const std::uint16_t* q = a.partials[0];
+    if constexpr (!kOneRank) {
+#pragma unroll
+      for (int i = 1; i < kMaxRanks; ++i)
+        if (r == i) q = a.partials[i];
+    }
+    return q;
+  };
+  // Starts the copies of this CTA's slice of row `row` into stage `slot`; called by warp 0, whose
+  // lanes issue one copy each: (R + 1) tensors of kSegments runs, up to 36 on a quad with 8
+  // partials, which one thread issuing alone made the wait of every row sum.
   const auto load_row = [&](std::int64_t row, int slot) {
     unsigned char* st = stage(slot);
-    const std::size_t at = static_cast<std::size_t>(row) * kH + part * kSlice;
-    barrier_arrive_expect_bytes(&sh.landed[slot], stage_bytes);
-#pragma unroll
-    for (int r = 0; r < (kOneRank ? 1 : kMaxRanks); ++r)
-      if (r < ranks) bulk_copy_to_shared(st + r * kSlice * 2, a.partials[r] + at, kSlice * 2, &sh.landed[slot]);
-    bulk_copy_to_shared(st + ranks * kSlice * 2, static_cast<const Stream*>(p.stream) + at, kSlice * sizeof(Stream),
-                        &sh.landed[slot]);
+    const int lane = static_cast<int>(threadIdx.x);
+    if (lane == 0) barrier_arrive_expect_bytes(&sh.landed[slot], stage_bytes);
+#pragma unroll 1
+    for (int c = lane; c < (ranks + 1) * kSegments; c += 32) {
+      // Tensor r (r = R: the stream), run k: the row's columns kThreads kVec k + kSegment part
+      // on, at k kSegment in the tensor's part of the stage.
+      const int r = c / kSegments, k = c % kSegments;
+      const std::size_t at = static_cast<std::size_t>(row) * kH + kThreads * kVec * k + kSegment * part;
+      const int to = k * kSegment;
+      if (r < ranks)
+        bulk_copy_to_shared(st + (r * kSlice + to) * 2, partial(r) + at, kSegment * 2, &sh.landed[slot]);
+      else
+        bulk_copy_to_shared(st + ranks * kSlice * 2 + to * sizeof(Stream), static_cast<const Stream*>(p.stream) + at,
+                            kSegment * sizeof(Stream), &sh.landed[slot]);
+    }
   };
   // This thread's fragment of a landed stage: the branch (all-reduced) in x, the stream in s.
   const auto read_stage = [&](int slot, float (&x)[kVec], float (&s)[kVec]) {
@@ -125,7 +147,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   pdl_wait();
   pdl_launch_dependents();
   const std::int64_t first = blockIdx.x / kCtas, step = gridDim.x / kCtas;
-  if (threadIdx.x == 0)
+  if (threadIdx.x < 32)
     for (int i = 0; i < stages; ++i)
       if (first + i * step < p.rows) load_row(first + i * step, i);
   if (late) load_gates();  // while the first rows' copies are under way
@@ -153,10 +175,6 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
 
     // Post norm -> y_b.
     const RowNorm post = norm_fragments(p.post, gamma_in_shared(sh.post_gamma), x, post_sum, post_factor);
-    if (threadIdx.x == 0 && row + stages * step < p.rows) {
-      fence_proxy_async_shared();
-      load_row(row + stages * step, slot);
-    }
     const std::size_t at = static_cast<std::size_t>(row) * kH + column;
     if constexpr (kDebug) {
       store_row_value(d.post_row_sum, row, post.row_sum, leader);
@@ -177,15 +195,22 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
       store_row_value(d.r2, row, pre.factor, leader);
     }
     *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
+    // Refill the stage: every thread has read it before the post norm's row sum. Here, with the
+    // row's values dead, warp 0 has the registers that the copies' addresses need.
+    if (threadIdx.x < 32 && row + stages * step < p.rows) {
+      fence_proxy_async_shared();
+      load_row(row + stages * step, slot);
+    }
     if (++slot == stages) slot = 0, parity ^= 1u;
     sum_parity ^= 1u;
   }
-  if constexpr (kCtas > 1) cluster_leave();
 }
 
-// At most 64 registers a thread: 1024 of them fill an SM's register file.
+// At most 64 registers a thread: 1024 of them fill an SM's register file. The debug build, whose
+// speed does not matter, may take more (its intermediates' pointers) rather than spill.
 template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
-__global__ void __launch_bounds__(kRowThreads / kCtas, kCtas) ring_kernel(const AllReduceParams a, const Intermediates d) {
+__global__ void __launch_bounds__(kRowThreads / kCtas, std::is_same_v<Intermediates, NoIntermediates> ? kCtas : 1)
+    ring_kernel(const AllReduceParams a, const Intermediates d) {
   ring_rows<kCtas, kStreamF32, kStore, kOneRank>(a, d);
 }
 
@@ -261,18 +286,25 @@ cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant&
                         const Intermediates& d) {
   const auto kernel = ring_kernel_for<kCtas, kOneRank, Intermediates>(v);
   const Ring ring = ring_for<kCtas>(v, kOneRank ? 1 : a.ranks);
-  const std::size_t shared = kRingFixedBytes<kCtas> + static_cast<std::size_t>(ring.stages) * ring.stage_bytes;
-  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+  const auto shared_for = [&](int stages) {
+    return kRingFixedBytes<kCtas> + static_cast<std::size_t>(stages) * ring.stage_bytes;
+  };
+  const std::size_t full = shared_for(ring.stages);
+  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(full));
       e != cudaSuccess)
     return e;
   int resident = 0;
-  if (const cudaError_t e = resident_groups<kCtas>(kernel, shared, a.boundary.ctas, &resident); e != cudaSuccess) return e;
+  if (const cudaError_t e = resident_groups<kCtas>(kernel, full, a.boundary.ctas, &resident); e != cudaSuccess) return e;
   const std::int64_t per = (m + resident - 1) / resident;
   const std::int64_t clusters = (m + per - 1) / per;
+  // No more stages than rows a cluster: the room left lets the next grid's CTAs start sooner
+  // (pair at m = 132 on an H200: 4.97 us with one stage, 5.11 with four).
+  const int stages = static_cast<int>(std::min<std::int64_t>(ring.stages, per));
+  const std::size_t shared = shared_for(stages);
   AllReduceParams q = a;
   q.boundary.late_gates = v.late_gates;
   q.boundary.rows = m;
-  q.boundary.stages = ring.stages;
+  q.boundary.stages = stages;
   return launch_pdl_cluster(kernel, dim3(static_cast<unsigned>(clusters * kCtas)), dim3(kRowThreads / kCtas), kCtas,
                             shared, v.pdl, s, q, d);
 }

@@ -58,16 +58,20 @@ __device__ __forceinline__ std::uint32_t cluster_shared_address(const void* p, s
   return a;
 }
 
-// Copies [src, src + bytes) of this CTA's shared memory to the same place in the cluster's CTA
-// `rank`, whose barrier at the same place as bar counts the bytes. The threads that wrote src must
-// have passed fence_proxy_async_shared() and then a barrier with this one.
-__device__ __forceinline__ void bulk_copy_to_cluster_cta(const void* src, std::uint32_t bytes, std::uint64_t* bar,
-                                                         std::uint32_t rank) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-          cluster_shared_address(src, rank)),
-      "r"(shared_address(src)), "r"(bytes), "r"(cluster_shared_address(bar, rank))
-      : "memory");
+// Stores v into the shared memory of the cluster's CTA `rank` at the same place as p (in this
+// CTA's shared memory), its 4 bytes counting towards that CTA's barrier at the same place as bar.
+// From a register: no copy engine, and nothing of this CTA's shared memory is read later.
+__device__ __forceinline__ void store_to_cluster_cta(float* p, float v, std::uint64_t* bar, std::uint32_t rank) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   cluster_shared_address(p, rank)),
+               "r"(__float_as_uint(v)), "r"(cluster_shared_address(bar, rank))
+               : "memory");
+}
+
+// This thread's arrival (release: its earlier shared-memory stores are seen by whoever waits for
+// the phase).
+__device__ __forceinline__ void barrier_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
 }
 
 // barrier_wait for bytes that other CTAs of the cluster landed: acquire at cluster scope.

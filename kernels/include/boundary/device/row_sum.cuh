@@ -80,39 +80,49 @@ __device__ __forceinline__ float thread_sum_of_pairs(const float* first, int str
 }
 
 // One fragment a thread: kRowThreads = 1024 fragments on a row, fragment i (columns 8 i .. 8 i + 7)
-// being fragment i / 256 of reference thread i % 256. The chunk pairs meet in shared memory
-// (chunk_pairs[i]); the CTA layer below and the cluster layer (cluster_row_sum.cuh) differ only
-// in how they get there.
+// being fragment i / 256 of reference thread i % 256.
 inline constexpr int kRowThreads = kFragments * kThreads;
+
+// Which fragment thread u of CTA j computes when a row runs on kCtas CTAs of 1024 / kCtas threads.
+// CTA j holds reference warps W j .. W j + W - 1 (W = 8 / kCtas) whole, all four fragments of
+// each: its warp w holds fragment w / W of reference warp W j + w % W. So a reference thread's four
+// chunk pairs meet in one CTA, and only warp totals cross CTAs (one float a reference warp). With
+// kCtas = 1 it is fragment u: thread i holds fragment i.
+template <int kCtas>
+__host__ __device__ constexpr int row_fragment(int cta, int thread) {
+  constexpr int kCtaWarps = kWarps / kCtas;  // W: reference warps a CTA
+  const int warp = thread / 32, lane = thread % 32;
+  return kThreads * (warp / kCtaWarps) + 32 * (kCtaWarps * cta + warp % kCtaWarps) + lane;
+}
+
+// Thread layer, then warp layer, for the reference warp whose four fragments sit in this CTA's
+// warps w, w + W, w + 2 W, w + 3 W (W = warps_apart), their chunk pairs at chunk_pairs[32 w' +
+// lane] (row_fragment's layout): its warp total, in every lane of warp w.
+__device__ __forceinline__ float reference_warp_total(const float* chunk_pairs, unsigned warp, unsigned warps_apart) {
+  return warp_butterfly_sum(thread_sum_of_pairs(&chunk_pairs[32 * warp + (threadIdx.x & 31)], 32 * warps_apart));
+}
 
 struct FragmentSumScratch {
   float chunk_pairs[kRowThreads];
   float warp_totals[kWarps];
 };
 
-// From a row's chunk pairs in scratch (all of them stored and visible to this CTA) to its S, in
-// every thread: reference thread t's four are added in fragment order, the warp layer runs on
-// the reference warps, and the warp totals are added in warp order. Thread u of a CTA of
-// cta_threads takes reference threads u, u + cta_threads, ... (below 256): whole warps, so that
-// the butterfly has its 32 lanes. One barrier.
-__device__ __forceinline__ float fragment_pairs_row_sum(FragmentSumScratch& scratch, unsigned cta_threads) {
-  for (unsigned t = threadIdx.x; t < kThreads; t += cta_threads) {
-    const float s = warp_butterfly_sum(thread_sum_of_pairs(&scratch.chunk_pairs[t], kThreads));
-    if ((t & 31) == 0) scratch.warp_totals[t >> 5] = s;
-  }
-  __syncthreads();
-  return warp_totals_sum(scratch.warp_totals);
-}
-
-// CTA layer with one fragment a thread: 1024 threads on a row, thread i holding fragment i. Two
-// barriers, none at entry: one scratch serves every row sum of a CTA, since a thread writes the
-// next sum's chunk pairs only after the second barrier of this one, which every read of this
-// sum's chunk pairs precedes, and the next sum's warp totals only after its first barrier, which
-// every read of this sum's totals precedes.
+// CTA layer with one fragment a thread: 1024 threads on a row, thread i holding fragment i; warps
+// 0 .. 7 fold the reference warps, and the warp totals are added in warp order. Two barriers, none
+// at entry: one scratch serves every row sum of a CTA, since a thread writes the next sum's chunk
+// pairs only after the second barrier of this one, which every read of this sum's chunk pairs
+// precedes, and the next sum's warp totals only after its first barrier, which every read of this
+// sum's totals precedes.
 __device__ __forceinline__ float cta_fragment_row_sum(float chunk_pair, FragmentSumScratch& scratch) {
   scratch.chunk_pairs[threadIdx.x] = chunk_pair;
   __syncthreads();
-  return fragment_pairs_row_sum(scratch, kRowThreads);
+  const unsigned warp = threadIdx.x >> 5;
+  if (warp < kWarps) {
+    const float w = reference_warp_total(scratch.chunk_pairs, warp, kWarps);
+    if ((threadIdx.x & 31) == 0) scratch.warp_totals[warp] = w;
+  }
+  __syncthreads();
+  return warp_totals_sum(scratch.warp_totals);
 }
 
 // rsqrt(fma(S, 2^-13, eps)).
