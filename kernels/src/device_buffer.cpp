@@ -12,6 +12,9 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
 
 DeviceBuffer::DeviceBuffer(const void* host, std::size_t bytes) : DeviceBuffer(bytes) {
   cuda_check(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
+  // From pageable memory cudaMemcpy may return before its DMA has landed, and a kernel on a
+  // non-blocking stream would not wait for it: wait here, so that the buffer is ready for any stream.
+  cuda_check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize after cudaMemcpy host to device");
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept

@@ -13,7 +13,7 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t bytes);  // throws CudaError
-  DeviceBuffer(const void* host, std::size_t bytes);  // allocates and copies host -> device
+  DeviceBuffer(const void* host, std::size_t bytes);  // allocates and copies host -> device, landed
   DeviceBuffer(DeviceBuffer&& o) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;

@@ -1,0 +1,28 @@
+// Bits first: a kernel is timed only after its out and new_stream equal the reference's bit for bit
+// (the eager chain for the DraftBoundary; the all-reduce kernel + DraftBoundary for the all-reduce
+// boundary). Each side's outputs are poisoned differently first, so that an element either side
+// left unwritten shows as a difference.
+#pragma once
+
+#include "bench_inputs.hpp"
+
+#include <optional>
+#include <stdexcept>
+
+namespace boundary::bench {
+
+// The bits differ from the reference: timing the kernel would be worthless.
+class Mismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// DraftBoundary (variant: nullopt, the dispatcher's) against the eager chain on m rows of set.
+void check_bits(gpu::DraftBoundary& fused, gpu::EagerChain& eager, const BufferSet& set, std::int64_t m,
+                StreamDtype dtype, cudaStream_t s, const std::optional<gpu::Variant>& variant);
+
+// The all-reduce boundary against the all-reduce kernel + DraftBoundary on m rows of set.
+void check_all_reduce_bits(gpu::AllReduceBoundary& fused, gpu::DraftBoundary& draft, const PartialSet& set,
+                           std::int64_t m, cudaStream_t s);
+
+}  // namespace boundary::bench

@@ -1,0 +1,47 @@
+// The benchmark's own kernels: its floors and its ceiling, each behind a host launcher, so that
+// nvcc compiles this file alone and the rest of the benchmark is plain C++.
+//   - an empty kernel (the launch floor of one CTA a row), with or without PDL;
+//   - the cluster grid's floors (clusters of 8 CTAs of 128 threads, one a row): an empty cluster
+//     launch, and one with three cluster barriers;
+//   - the traffic kernel on that grid: the R partials (or the DraftBoundary's branch) and the stream
+//     in, out and new_stream out, one add per element and no row sums. A latency floor for small m
+//     (one 16-byte word a thread, no loop), no bandwidth ceiling;
+//   - the SM copy: the bandwidth ceiling (16-byte loads and stores, four loads in flight a thread).
+#pragma once
+
+#include <boundary/types.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace boundary::bench {
+
+// m CTAs of kThreads, doing nothing.
+void launch_empty(std::int64_t m, bool pdl, cudaStream_t s);
+
+enum class ClusterFloor { empty, barriers };
+// m clusters of 8 CTAs of 128 threads, PDL on.
+void launch_cluster_floor(ClusterFloor floor, std::int64_t m, cudaStream_t s);
+
+struct TrafficParams {
+  const uint4* partials[kMaxRanks];
+  int ranks;
+  const float4* stream;
+  uint4* out;
+  float4* new_stream;
+};
+// The traffic of m rows on m clusters of 8 CTAs of 128 threads, PDL on.
+void launch_traffic(const TrafficParams& p, std::int64_t m, cudaStream_t s);
+
+// dst = src, `bytes` (a multiple of 16) from a grid of 8 CTAs of 256 threads per SM.
+void launch_sm_copy(const void* src, void* dst, std::size_t bytes, int sm_count, cudaStream_t s);
+// A non-constant pattern into `bytes` (a multiple of 4), so that no copy can be elided or compressed.
+void fill_pattern(void* p, std::size_t bytes, cudaStream_t s);
+
+// Loads every kernel above now: with lazy loading one would load at its first launch, which is
+// inside a capture (the library's prepare() calls do the same for its kernels).
+void prepare_bench_kernels();
+
+}  // namespace boundary::bench

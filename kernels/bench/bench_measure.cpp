@@ -1,0 +1,189 @@
+#include "bench_measure.hpp"
+
+#include "bench_bits.hpp"
+#include "bench_kernels.hpp"
+
+#include <boundary/gpu/cuda_check.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace boundary::bench {
+
+namespace {
+
+// Rotated buffer sets are sized so that one replay touches this many L2 capacities: a set
+// written one replay ago is then long evicted when it is read again.
+constexpr double kL2Multiple = 4.0;
+
+// The least traffic a boundary can have: each input read once, each output written once, the
+// gates and weights once per launch. branch BF16 + stream + new_stream F32 + out BF16.
+double min_bytes(std::int64_t m, StreamDtype stream, std::size_t operands) {
+  const double per_element = 2.0 + (stream == StreamDtype::f32 ? 4.0 : 2.0) + 4.0 + 2.0;
+  return per_element * static_cast<double>(m) * kH + static_cast<double>(operands);
+}
+
+// What the eager chain moves: norm (branch in, y_b out), connection (y_b, stream in; new_stream,
+// z out), norm (z in, out out); the gates and weights once each.
+double eager_bytes(std::int64_t m, std::size_t operands) {
+  const double per_element = (2 + 2) + (2 + 4 + 4 + 2) + (2 + 2);
+  return per_element * static_cast<double>(m) * kH + static_cast<double>(operands);
+}
+
+// The all-reduce boundary's least traffic: R partials BF16 instead of the branch.
+double all_reduce_min_bytes(std::int64_t m, int ranks, std::size_t operands) {
+  return min_bytes(m, StreamDtype::f32, operands) + (2.0 * ranks - 2.0) * static_cast<double>(m) * kH;
+}
+
+int buffer_sets(std::int64_t m, const DeviceInfo& dev, double set_bytes) {
+  if (m < kRotateFromRows) return 1;
+  const auto needed = static_cast<int>(std::ceil(kL2Multiple * static_cast<double>(dev.l2_bytes) / set_bytes));
+  return std::clamp(needed, 2, 64);
+}
+
+// Whole rotations per graph: the next replay's first launch then takes the set used longest ago,
+// as every other launch does, instead of the one its predecessor just wrote.
+Schedule schedule_for(const Options& o, int sets) {
+  const int launches = (o.launches + sets - 1) / sets * sets;
+  return {launches, o.replays, o.warmup};
+}
+
+// The stream in, out and new_stream out of a set, for the traffic kernel.
+void set_traffic_outputs(const BufferSet& set, TrafficParams& t) {
+  t.stream = static_cast<const float4*>(set.stream_f32.get());
+  t.out = static_cast<uint4*>(set.out.get());
+  t.new_stream = static_cast<float4*>(set.new_stream.get());
+}
+
+// The traffic kernel over m rows of each set in turn (the fused kernel's rotation).
+Timing time_traffic(cudaStream_t s, const Schedule& sched, std::int64_t m, const std::vector<TrafficParams>& sets) {
+  return time_graph(
+      s, sched, [&](int i) { launch_traffic(sets[static_cast<std::size_t>(i) % sets.size()], m, s); },
+      "traffic kernel");
+}
+
+AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
+  AllReduceResult a;
+  a.ranks = b.options.ranks;
+  a.bytes = all_reduce_min_bytes(m, a.ranks, b.operands);
+  a.sets = buffer_sets(m, b.dev, all_reduce_min_bytes(m, a.ranks, 0));
+  const Schedule sched = schedule_for(b.options, a.sets);
+  a.launches = sched.launches;
+  std::vector<PartialSet> sets;
+  for (int i = 0; i < a.sets; ++i) sets.push_back(make_partial_set(b.inputs, m, a.ranks));
+  const gpu::Variant natural = b.all_reduce.variant_for(m, StreamDtype::f32, true);
+  a.layout = natural.layout;
+  b.all_reduce.prepare(natural, b.stream);
+  gpu::prepare_all_reduce(b.stream);
+  check_all_reduce_bits(b.all_reduce, b.fused, sets[0], m, b.stream);
+  const cudaStream_t s = b.stream;
+  auto set = [&](int i) -> const PartialSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
+  a.fused = time_graph(
+      s, sched, [&](int i) { b.all_reduce.launch(set(i).views, set(i).base.stream_f32_view, set(i).base.outputs, s); },
+      "fused all-reduce boundary");
+  a.chain = time_graph(
+      s, sched, [&](int i) { launch_all_reduce_then_draft(b.fused, set(i), set(i).base.outputs, s); },
+      "all-reduce kernel + DraftBoundary");
+  const auto forced = [&](gpu::Layout layout, Timing& t, const char* what) {
+    gpu::Variant v = natural;
+    v.layout = layout;
+    b.all_reduce.prepare(v, s);
+    t = time_graph(
+        s, sched, [&](int i) { b.all_reduce.launch(set(i).views, set(i).base.stream_f32_view, set(i).base.outputs, s, v); },
+        what);
+  };
+  forced(gpu::Layout::cluster, a.cluster, "fused all-reduce, cluster layout");
+  forced(gpu::Layout::pair, a.pair, "fused all-reduce, pair layout");
+  forced(gpu::Layout::quad, a.quad, "fused all-reduce, quad layout");
+  a.empty_cluster = time_graph(
+      s, sched, [&](int) { launch_cluster_floor(ClusterFloor::empty, m, s); }, "empty cluster kernel");
+  a.cluster_barriers = time_graph(
+      s, sched, [&](int) { launch_cluster_floor(ClusterFloor::barriers, m, s); }, "cluster barriers kernel");
+  std::vector<TrafficParams> traffic(sets.size());
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    for (int r = 0; r < a.ranks; ++r) traffic[i].partials[r] = static_cast<const uint4*>(sets[i].partials[r].get());
+    traffic[i].ranks = a.ranks;
+    set_traffic_outputs(sets[i].base, traffic[i]);
+  }
+  a.traffic = time_traffic(s, sched, m, traffic);
+  return a;
+}
+
+}  // namespace
+
+CopyResult measure_copy(cudaStream_t s, const Options& o, const DeviceInfo& dev) {
+  const auto bytes = static_cast<std::size_t>(o.copy_gib * (1ull << 30)) / 16 * 16;
+  const gpu::DeviceBuffer src(bytes), dst(bytes);
+  fill_pattern(src.get(), bytes, s);
+  const Schedule sched{1, std::max(10, std::min(o.replays, 30)), 3};  // ~1 ms each: few replays suffice
+  const double moved = 2.0 * static_cast<double>(bytes);
+  const auto timing = [&](const Timing& t) { return CopyTiming{t, moved / (t.median_us * 1e3), moved / (t.min_us * 1e3)}; };
+  CopyResult r;
+  r.bytes = bytes;
+  r.sm = timing(time_graph(s, sched, [&](int) { launch_sm_copy(src.get(), dst.get(), bytes, dev.sm_count, s); }, "SM copy"));
+  r.memcpy = timing(time_graph(
+      s, sched,
+      [&](int) {
+        gpu::cuda_check(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+      },
+      "device-to-device cudaMemcpyAsync"));
+  return r;
+}
+
+RowResult measure_rows(const Bench& b, std::int64_t m) {
+  RowResult r;
+  r.m = m;
+  r.sets = buffer_sets(m, b.dev, min_bytes(m, StreamDtype::f32, 0));
+  const Schedule sched = schedule_for(b.options, r.sets);
+  r.launches = sched.launches;
+  r.bytes_f32 = min_bytes(m, StreamDtype::f32, b.operands);
+  r.bytes_bf16 = min_bytes(m, StreamDtype::bf16, b.operands);
+  r.bytes_eager = eager_bytes(m, b.operands);
+
+  std::vector<BufferSet> sets;
+  for (int i = 0; i < r.sets; ++i) sets.push_back(make_set(b.inputs, m));
+  // Kernel attributes and scratch now: neither may be set up inside a capture.
+  const gpu::Variant natural = b.fused.variant_for(m, StreamDtype::f32, true);
+  r.layout = natural.layout;
+  gpu::Variant cta = natural, cluster = natural, pair = natural, quad = natural;
+  cta.layout = gpu::Layout::cta;
+  cluster.layout = gpu::Layout::cluster;
+  pair.layout = gpu::Layout::pair;
+  quad.layout = gpu::Layout::quad;
+  for (const gpu::Variant& v : {cta, cluster, pair, quad}) b.fused.prepare(v, b.stream);
+  b.fused.prepare(b.fused.variant_for(m, StreamDtype::bf16, true), b.stream);
+  b.eager.prepare(m, b.stream);
+  for (StreamDtype d : {StreamDtype::f32, StreamDtype::bf16}) check_bits(b.fused, b.eager, sets[0], m, d, b.stream, std::nullopt);
+  for (const gpu::Variant& v : {cta, cluster, pair, quad}) check_bits(b.fused, b.eager, sets[0], m, StreamDtype::f32, b.stream, v);
+
+  const cudaStream_t s = b.stream;
+  auto set = [&](int i) -> const BufferSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
+  const auto fused = [&](StreamDtype d, const std::optional<gpu::Variant>& v, const char* what) {
+    return time_graph(
+        s, sched, [&](int i) { b.fused.launch(set(i).branch_view, set(i).stream(d), set(i).outputs, s, v); }, what);
+  };
+  r.empty_plain = time_graph(s, sched, [&](int) { launch_empty(m, false, s); }, "empty kernel");
+  r.empty_pdl = time_graph(s, sched, [&](int) { launch_empty(m, true, s); }, "empty kernel + PDL");
+  r.fused_f32 = fused(StreamDtype::f32, std::nullopt, "fused, F32 stream");
+  r.fused_bf16 = fused(StreamDtype::bf16, std::nullopt, "fused, BF16 stream");
+  r.eager = time_graph(
+      s, sched, [&](int i) { b.eager.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s); },
+      "eager chain");
+  r.cta_f32 = fused(StreamDtype::f32, cta, "fused, cta layout");
+  r.cluster_f32 = fused(StreamDtype::f32, cluster, "fused, cluster layout");
+  r.pair_f32 = fused(StreamDtype::f32, pair, "fused, pair layout");
+  r.quad_f32 = fused(StreamDtype::f32, quad, "fused, quad layout");
+  std::vector<TrafficParams> traffic(sets.size());
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    traffic[i].partials[0] = static_cast<const uint4*>(sets[i].branch.get());
+    traffic[i].ranks = 1;
+    set_traffic_outputs(sets[i], traffic[i]);
+  }
+  r.traffic = time_traffic(s, sched, m, traffic);
+  sets.clear();  // the all-reduce sets are bigger: free these first
+  if (b.options.ranks > 0) r.all_reduce = measure_all_reduce(b, m);
+  return r;
+}
+
+}  // namespace boundary::bench
