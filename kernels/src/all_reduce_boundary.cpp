@@ -107,18 +107,30 @@ void AllReduceBoundary::run(std::span<const TensorView> partials, const TensorVi
   launch(partials, stream, outputs, cuda_stream, variant);
 }
 
-void AllReduceBoundary::launch(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
-                               cudaStream_t cuda_stream, std::optional<Variant> variant) {
-  const std::int64_t m = partials[0].shape[0];
-  const Variant v = variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr);
+Variant AllReduceBoundary::launch_variant(std::span<const TensorView> partials, const TensorView& stream,
+                                          const Outputs& outputs, std::optional<Variant> variant) const {
+  const Variant v =
+      variant ? *variant : variant_for(partials[0].shape[0], stream_dtype(stream), outputs.new_stream.data != nullptr);
   refuse_cta(v);
+  return v;
+}
+
+AllReduceParams AllReduceBoundary::launch_params(std::span<const TensorView> partials, const TensorView& stream,
+                                                 const Outputs& outputs) const {
   AllReduceParams a{};
   a.boundary = params(constants_, operands_, partials[0], stream, outputs);
   a.boundary.branch = nullptr;
   a.boundary.ctas = sm_count_;
   fill_ranks(partials, a.partials);
   a.ranks = static_cast<int>(partials.size());
-  cuda_check(launch_all_reduce_boundary(a, m, v, cuda_stream), "launching the all-reduce boundary kernel");
+  return a;
+}
+
+void AllReduceBoundary::launch(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
+                               cudaStream_t cuda_stream, std::optional<Variant> variant) {
+  const Variant v = launch_variant(partials, stream, outputs, variant);
+  cuda_check(launch_all_reduce_boundary(launch_params(partials, stream, outputs), partials[0].shape[0], v, cuda_stream),
+             "launching the all-reduce boundary kernel");
 }
 
 }  // namespace boundary::gpu

@@ -1,5 +1,5 @@
-// The host API of the instrumented DraftBoundary builds: the same checks as run(), then the
-// debug or a planted-bug kernel.
+// The host API of the instrumented builds of the DraftBoundary and the all-reduce boundary: the
+// same checks as run(), then the debug or a planted-bug kernel.
 #include "diagnostics_launch.hpp"
 #include "host_checks.hpp"
 
@@ -26,11 +26,15 @@ namespace {
 struct MutantBuild {
   cudaError_t (*launch)(const BoundaryParams&, std::int64_t, const Variant&, cudaStream_t);
   cudaError_t (*prepare)(const Variant&);
+  cudaError_t (*launch_all_reduce)(const AllReduceParams&, std::int64_t, const Variant&, cudaStream_t);
+  cudaError_t (*prepare_all_reduce)(const Variant&, int);
 };
 
 template <std::size_t... I>
 constexpr std::array<MutantBuild, sizeof...(I)> mutant_builds(std::index_sequence<I...>) {
-  return {MutantBuild{&launch_draft_boundary_mutant<kAllMutants[I]>, &prepare_draft_boundary_mutant<kAllMutants[I]>}...};
+  return {MutantBuild{&launch_draft_boundary_mutant<kAllMutants[I]>, &prepare_draft_boundary_mutant<kAllMutants[I]>,
+                      &launch_all_reduce_boundary_mutant<kAllMutants[I]>,
+                      &prepare_all_reduce_boundary_mutant<kAllMutants[I]>}...};
 }
 
 // One build per entry of kAllMutants: a build missing from kernels/CMakeLists.txt fails the link.
@@ -40,7 +44,7 @@ constexpr std::array<MutantBuild, kAllMutants.size()> kMutantBuilds =
 const MutantBuild& build_of(Mutant m) {
   for (std::size_t i = 0; i < kAllMutants.size(); ++i)
     if (kAllMutants[i] == m) return kMutantBuilds[i];
-  throw InputError("no planted-bug build of the DraftBoundary kernel for mutant '" + std::string(mutant_name(m)) + "'");
+  throw InputError("no planted-bug build of the fused kernels for mutant '" + std::string(mutant_name(m)) + "'");
 }
 
 void check_intermediate(void* data, const char* name, Dtype dtype, std::vector<std::int64_t> shape) {
@@ -107,6 +111,39 @@ void DiagnosticBoundary::prepare_mutant(Mutant m, const Variant& variant, cudaSt
   refuse_during_capture(stream, "DiagnosticBoundary::prepare_mutant");
   const DeviceScope scope(device_);
   cuda_check(build.prepare(variant), "preparing a planted-bug DraftBoundary kernel");
+}
+
+void DiagnosticAllReduceBoundary::run_with_intermediates(std::span<const TensorView> partials, const TensorView& stream,
+                                                         const Outputs& outputs, const DeviceIntermediates& intermediates,
+                                                         cudaStream_t cuda_stream, std::optional<Variant> variant) {
+  require_device(device_, "DiagnosticAllReduceBoundary::run_with_intermediates");
+  check(partials, stream, outputs);
+  check_variant(variant, stream, outputs);
+  check_intermediates(intermediates, partials[0].shape[0]);
+  const Variant v = launch_variant(partials, stream, outputs, variant);
+  cuda_check(launch_all_reduce_boundary_debug(launch_params(partials, stream, outputs), intermediates,
+                                              partials[0].shape[0], v, cuda_stream),
+             "launching the debug all-reduce boundary kernel");
+}
+
+void DiagnosticAllReduceBoundary::run_mutant(Mutant m, std::span<const TensorView> partials, const TensorView& stream,
+                                             const Outputs& outputs, cudaStream_t cuda_stream,
+                                             std::optional<Variant> variant) {
+  const MutantBuild& build = build_of(m);
+  require_device(device_, "DiagnosticAllReduceBoundary::run_mutant");
+  check(partials, stream, outputs);
+  check_variant(variant, stream, outputs);
+  const Variant v = launch_variant(partials, stream, outputs, variant);
+  cuda_check(build.launch_all_reduce(launch_params(partials, stream, outputs), partials[0].shape[0], v, cuda_stream),
+             "launching a planted-bug all-reduce boundary kernel");
+}
+
+void DiagnosticAllReduceBoundary::prepare_mutant(Mutant m, const Variant& variant, int ranks, cudaStream_t stream) {
+  const MutantBuild& build = build_of(m);
+  refuse_during_capture(stream, "DiagnosticAllReduceBoundary::prepare_mutant");
+  if (variant.layout == Layout::cta) launch_variant({}, {}, {}, variant);  // refuses it, as prepare() does
+  const DeviceScope scope(device_);
+  cuda_check(build.prepare_all_reduce(variant, ranks), "preparing a planted-bug all-reduce boundary kernel");
 }
 
 void run_after_producer(DiagnosticBoundary& b, Mutant m, const void* src_branch, const TensorView& dst_branch,

@@ -1,7 +1,8 @@
-// The debug build of the fused DraftBoundary kernel: the production source, also writing the
-// intermediates. Its own instantiation: the production kernel's code is not touched by it.
+// The debug builds of the fused kernels, the DraftBoundary and the all-reduce boundary: the
+// production sources, also writing the intermediates. Their own instantiations: the production
+// kernels' code is not touched by them.
+#include "all_reduce_instrumented.cuh"
 #include "diagnostics_launch.hpp"
-#include "draft_boundary_kernel.cuh"
 
 static_assert(boundary::kMutant == boundary::Mutant::none, "the debug build is of the production kernel");
 
@@ -10,6 +11,11 @@ namespace boundary::gpu::detail {
 cudaError_t launch_draft_boundary_debug(const BoundaryParams& p, const DeviceIntermediates& d, std::int64_t m,
                                         const Variant& v, cudaStream_t s) {
   return launch_layout(p, m, v, s, d);
+}
+
+cudaError_t launch_all_reduce_boundary_debug(const AllReduceParams& a, const DeviceIntermediates& d, std::int64_t m,
+                                             const Variant& v, cudaStream_t s) {
+  return launch_all_reduce_layout(a, m, v, s, d);
 }
 
 }  // namespace boundary::gpu::detail

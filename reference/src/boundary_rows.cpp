@@ -61,9 +61,11 @@ void all_reduce_row(std::span<const std::uint16_t* const> rows, std::uint16_t* b
     std::copy_n(rows[0], kH, branch);
     return;
   }
+  // The rank whose partial is added i-th: 0 .. R-1 (the rank_order mutant: R-1 .. 0).
+  const auto summed_rank = [n = rows.size()](std::size_t i) { return kMutant == Mutant::rank_order ? n - 1 - i : i; };
   for (int c = 0; c < kH; ++c) {
-    float a = bf16_to_f32(rows[0][c]);
-    for (std::size_t r = 1; r < rows.size(); ++r) a = add_rn(a, bf16_to_f32(rows[r][c]));
+    float a = bf16_to_f32(rows[summed_rank(0)][c]);
+    for (std::size_t i = 1; i < rows.size(); ++i) a = add_rn(a, bf16_to_f32(rows[summed_rank(i)][c]));
     branch[c] = f32_to_bf16_rn(a);
   }
 }

@@ -56,6 +56,12 @@ BOUNDARY_INLINE float warp_butterfly(const float* lanes) {
   return u[0];
 }
 
+// The fragment whose chunk pair a thread adds i-th: 0 .. 3 (the fragment_order mutant: 3 .. 0).
+constexpr int summed_fragment(int i) {
+  if constexpr (kMutant == Mutant::fragment_order) return kFragments - 1 - i;
+  return i;
+}
+
 // The warp whose total is added i-th: 0 .. 7 (the cross_warp_order mutant: 7 .. 0).
 constexpr int summed_warp(int i) {
   if constexpr (kMutant == Mutant::cross_warp_order) return kWarps - 1 - i;
@@ -66,9 +72,9 @@ constexpr int summed_warp(int i) {
 
 BOUNDARY_SIMD_CLONES float row_sum(const float* v, bool fma_squares) {
   Lanes thread_sum, pair;
-  chunk_pairs(v, 0, fma_squares, thread_sum);
-  for (int k = 1; k < kFragments; ++k) {
-    chunk_pairs(v, k, fma_squares, pair);
+  chunk_pairs(v, summed_fragment(0), fma_squares, thread_sum);
+  for (int i = 1; i < kFragments; ++i) {
+    chunk_pairs(v, summed_fragment(i), fma_squares, pair);
     for (int t = 0; t < kThreads; ++t) thread_sum[t] = add_rn(thread_sum[t], pair[t]);
   }
   float s = warp_butterfly(&thread_sum[32 * summed_warp(0)]);

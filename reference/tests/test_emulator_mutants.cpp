@@ -38,6 +38,8 @@ struct Row {
   std::vector<float> alpha = std::vector<float>(kH, 0.0f), beta = std::vector<float>(kH, 1.0f);
   std::vector<std::uint16_t> post_w16 = std::vector<std::uint16_t>(kH, 0);
   std::vector<float> post_w32 = std::vector<float>(kH, 0.0f);
+  // Rank partials in place of the branch when not empty (contract section 7).
+  std::vector<std::vector<std::uint16_t>> partials;
 
   ref::Operands operands() const {
     const NormConstants& post = constants.post;
@@ -51,7 +53,7 @@ struct Row {
 // Every output and intermediate of one row, in stage order.
 struct Results {
   float s1 = 0, r1 = 0, s2 = 0, r2 = 0;
-  std::vector<std::uint16_t> y_b = std::vector<std::uint16_t>(kH), z = y_b, out = y_b;
+  std::vector<std::uint16_t> branch = std::vector<std::uint16_t>(kH), y_b = branch, z = branch, out = branch;
   std::vector<float> new_stream = std::vector<float>(kH);
 };
 
@@ -61,10 +63,14 @@ Results run_row(const Row& row, const Implementation& implementation) {
   Results r;
   ref::Inputs in;
   in.m = 1;
-  in.branch = row.branch.data();
+  std::vector<const std::uint16_t*> partials;
+  for (const auto& p : row.partials) partials.push_back(p.data());
+  if (partials.empty()) in.branch = row.branch.data();
+  in.partials = partials;
   in.stream = row.stream.data();
   ref::Outputs o;
   o.out = r.out.data();
+  o.branch = r.branch.data();
   o.new_stream = r.new_stream.data();
   o.post_row_sum = &r.s1;
   o.r1 = &r.r1;
@@ -90,6 +96,7 @@ bool same_bits(const T& a, const T& b) {
 
 // The first stage (contract section 5) whose bits differ; "" when none does.
 std::string first_difference(const Results& a, const Results& b) {
+  if (!same_bits(a.branch, b.branch)) return "branch";
   if (!same_bits(a.s1, b.s1)) return "post_row_sum";
   if (!same_bits(a.r1, b.r1)) return "r1";
   if (!same_bits(a.y_b, b.y_b)) return "y_b";
@@ -196,6 +203,34 @@ std::map<Mutant, Trigger> triggers() {
                                    CHECK(bits(p.s1) == 0x46000000u);
                                  }};
   }
+  // Thread 0's fragments 1 and 2 hold 2^-12 (squared 2^-24), fragment 0 holds 1: production adds
+  // 1 + 2^-24 + 2^-24 (1, twice a tie to even), the mutant adds fragments 3 .. 0, the two tiny
+  // ones first (1 + 2^-23).
+  {
+    Row row;
+    std::fill(row.branch.begin(), row.branch.end(), std::uint16_t{0});
+    row.branch[ref::column(0, 0, 0)] = kOneBf16;
+    row.branch[ref::column(0, 1, 0)] = row.branch[ref::column(0, 2, 0)] = make_bf16(0, 127 - 12, 0);
+    t[Mutant::fragment_order] = {row, "post_row_sum", [](const Results& p, const Results& m) {
+                                   CHECK(bits(p.s1) == 0x3F800000u);
+                                   CHECK(bits(m.s1) == 0x3F800001u);
+                                 }};
+  }
+  // Three partials of the unit row but for column 0: 1, 2^30, -2^30. In rank order 1 + 2^30 rounds
+  // to 2^30 and the branch is 0 there; last rank first -2^30 + 2^30 = 0, then + 1: the branch is 1.
+  {
+    Row row;
+    row.partials = {row.branch, std::vector<std::uint16_t>(kH, 0), std::vector<std::uint16_t>(kH, 0)};
+    row.partials[1][0] = make_bf16(0, 127 + 30, 0);
+    row.partials[2][0] = make_bf16(1, 127 + 30, 0);
+    t[Mutant::rank_order] = {row, "branch", [](const Results& p, const Results& m) {
+                               CHECK(p.branch[0] == 0x0000u);
+                               CHECK(m.branch[0] == kOneBf16);
+                               CHECK(bits(p.s1) == 0x45FFF800u);  // 8191
+                               CHECK(bits(m.s1) == 0x46000000u);  // 8192
+                             }};
+  }
+
   // The unit row: r1 = 1.
   t[Mutant::r1_ulp_off] = {Row{}, "r1", [](const Results& p, const Results& m) {
                              CHECK(bits(p.r1) == 0x3F800000u);
@@ -246,6 +281,21 @@ TEST_CASE("each emulator twin changes its row, first where its bug sits") {
     const Results mutant = run(m, t.row);
     CHECK(first_difference(production, mutant) == t.first_stage);
     t.exact(production, mutant);
+  }
+}
+
+// rank_order is not applicable below 3 ranks (verify's suite::not_applicable): with 1 partial
+// there is no sum, with 2 add_rn(a, b) == add_rn(b, a) bit for bit. Random bits of every class.
+TEST_CASE("rank_order_needs_three_ranks: with 1 or 2 partials its twin is the production emulator") {
+  std::mt19937 gen(13);
+  std::uniform_int_distribution<std::uint32_t> any;
+  for (std::size_t ranks : {1u, 2u}) {
+    CAPTURE(ranks);
+    Row row;
+    row.partials.assign(ranks, std::vector<std::uint16_t>(kH));
+    for (auto& p : row.partials)
+      for (auto& h : p) h = static_cast<std::uint16_t>(any(gen));
+    CHECK(first_difference(run(Mutant::none, row), run(Mutant::rank_order, row)) == "");
   }
 }
 

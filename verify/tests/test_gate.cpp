@@ -5,7 +5,9 @@
 #include "temp_dir.hpp"
 
 #include <boundary/constants_json.hpp>
+#include <boundary/edge_suite.hpp>
 #include <boundary/gate.hpp>
+#include <boundary/mutant_emulators.hpp>
 #include <boundary/reference.hpp>
 #include <boundary/replay.hpp>
 
@@ -42,8 +44,10 @@ cli::GateOptions small_gate() {
   return o;
 }
 
-// The emulator standing in for the GPU, with every intermediate when asked.
-cli::StageValues emulated(const Constants& c, const BoundTensors& b, bool store, bool intermediates) {
+// The emulator (or its twin of planted bug m) standing in for the GPU, with every intermediate
+// when asked.
+cli::StageValues emulated(const Constants& c, const BoundTensors& b, bool store, bool intermediates,
+                          Mutant m = Mutant::none) {
   cli::StageValues v;
   auto add = [&](const std::string& name, st::Dtype d, std::vector<std::int64_t> shape) -> st::Tensor& {
     return v[name] = st::make_tensor(d, std::move(shape));
@@ -59,7 +63,7 @@ cli::StageValues emulated(const Constants& c, const BoundTensors& b, bool store,
     o.pre_row_sum = add("pre_row_sum", st::Dtype::F32, {b.m}).data<float>();
     o.r2 = add("r2", st::Dtype::F32, {b.m}).data<float>();
   }
-  ref::Boundary(c, b.operands).run(b.inputs, o, 1);
+  mutants::run_emulator(m, c, b.operands, b.inputs, o, 1);
   if (store) v["new_stream"] = v.at("res");
   if (!intermediates) v.erase("res");
   return v;
@@ -166,7 +170,8 @@ TEST_CASE("gate without a GPU: the CPU parts run, the fixtures replay, exit 77, 
   const json& g = r["gate"];
   CHECK(g["suites"].size() > 6);
   CHECK(g["vacuity"]["uncaught"].empty());
-  CHECK(g["vacuity"]["rows_caught"].size() == 9);
+  CHECK(g["vacuity"]["rows_caught"].size() == mutants::kEmulatorTwins.size());
+  CHECK(g["vacuity"]["not_applicable"].contains("rank_order"));  // the suites' branch is one rank
   CHECK(r["files"].size() == static_cast<std::size_t>(std::count_if(fs::directory_iterator(kFixtures), fs::directory_iterator{},
                                                                     [](const auto& e) { return e.path().extension() == ".safetensors"; })));
   for (const json& run : g["runs"]) CHECK(run["variant"] == "emulator");  // the emulator's own check only
@@ -280,14 +285,53 @@ TEST_CASE("self-test without a GPU: the emulator twins on the fixtures and the e
       CHECK(m["caught"] == true);  // the launch-path bugs have no CPU half to fail
       continue;
     }
-    CHECK(m["edge_rows_caught"].get<std::int64_t>() > 0);  // the edge suites are not vacuous
-    const bool caught = m["fixture_rows_caught"].get<std::int64_t>() > 0 && m["edge_rows_caught"].get<std::int64_t>() > 0;
+    // The edge suites are not vacuous; rank_order needs R >= 3 partials, which only the all-reduce
+    // fixtures have (the edge suites' branch is one rank).
+    const bool edge_applies = m["mutant"] != "rank_order";
+    CHECK((m["edge_rows_caught"].get<std::int64_t>() > 0) == edge_applies);
+    CHECK((m["not_applicable_to"] == json::array({"edge"})) == !edge_applies);
+    const bool caught =
+        m["fixture_rows_caught"].get<std::int64_t>() > 0 && (m["edge_rows_caught"].get<std::int64_t>() > 0 || !edge_applies);
     CHECK(m["caught"] == caught);
     if (!caught) survivors.push_back(m["mutant"]);
   }
   CHECK(r["survivors"] == survivors);
   CHECK(code == (survivors.empty() ? cli::kNoDevice : cli::kMismatch));
   CHECK(cli::format_self_test(r).find(survivors.empty() ? "DID NOT RUN" : "SURVIVES") != std::string::npos);
+}
+
+// The self-test's GPU half with kernels that are the emulator twins: the all-reduce boundary's runs
+// on 3 rank partials catch rank_order, which the DraftBoundary's one rank could not (and is not
+// counted there); only the launch-path bugs, which have no twin, survive.
+TEST_CASE("self_test_all_reduce_mutants: rank_order caught on the all-reduce boundary's 3 partials") {
+  test::TempDir dir;
+  fs::create_directories(dir.path / "no-fixtures");  // the GPU half alone (and the edge suites)
+  cli::SelfTestOptions o;
+  o.constants = kFfn;
+  o.fixtures = dir.path / "no-fixtures";
+  o.threads = 2;
+  o.rows = 4;
+  std::map<std::string, std::set<int>> ranks_run;  // per mutant and kind, the rank counts it ran on
+  o.gpu_hook = fake_gpu("");
+  o.gpu_hook.run_mutant = [&](Mutant m, const Constants& c, const BoundTensors& b, const cli::GateVariant& v) {
+    const bool all_reduce = v.kind == cli::GateVariant::Kind::all_reduce;
+    ranks_run[std::string(mutant_name(m)) + (all_reduce ? " all-reduce" : " fused")].insert(suite::ranks_of(b.inputs));
+    return emulated(c, b, v.store, false, has_emulator_twin(m) ? m : Mutant::none);
+  };
+  int code = -1;
+  const json r = cli::run_self_test(o, &code);
+  CHECK(code == cli::kMismatch);
+  CHECK(r["survivors"] == json::array({"late_gates_wrong_columns", "pdl_wait_missing"}));
+  for (const json& m : r["mutants"]) {
+    CAPTURE(m.dump());
+    CHECK(m["not_applicable"].is_null());
+    if (m["emulator_twin"].get<bool>()) CHECK(m["gpu_rows_caught"].get<std::int64_t>() > 0);
+  }
+  CHECK(ranks_run["rank_order all-reduce"] == std::set<int>{suite::kRankPartials});
+  CHECK(ranks_run.count("rank_order fused") == 0);  // not applicable to one rank: not run there
+  CHECK(ranks_run["fragment_order fused"] == std::set<int>{1});
+  CHECK(ranks_run["fragment_order all-reduce"] == std::set<int>{suite::kRankPartials});
+  CHECK(ranks_run.count("pdl_wait_missing all-reduce") == 0);  // needs a producer, which it has not
 }
 
 TEST_CASE("self-test with a GPU whose mutants change nothing: every kernel mutant survives, exit 1") {

@@ -128,9 +128,11 @@ TEST_CASE("gate_vacuity_over_every_legal_constants: applicable mutants caught, t
     CHECK(v.uncaught == std::vector<std::string>{});
     CHECK(order_rows_missed(c, edge, Mutant::warp_order, "warp butterfly") == std::vector<std::string>{});
     CHECK(order_rows_missed(c, edge, Mutant::cross_warp_order, "warp totals") == std::vector<std::string>{});
+    CHECK(order_rows_missed(c, edge, Mutant::fragment_order, "fragments") == std::vector<std::string>{});
     const bool gain_applies = rounds_gain(norms[i]) || rounds_gain(norms[j]);
     CHECK(v.not_applicable.count("gain_unrounded") == (gain_applies ? 0u : 1u));
-    CHECK(v.not_applicable.size() == (gain_applies ? 0u : 1u));
+    CHECK(v.not_applicable.count("rank_order") == 1u);  // a branch: one rank
+    CHECK(v.not_applicable.size() == (gain_applies ? 1u : 2u));
     CHECK((v.rows_caught.at("gain_unrounded") > 0) == gain_applies);
     ++sets;
   }
@@ -160,17 +162,55 @@ TEST_CASE("gate_vacuous_warp_order_without_rounded_gains: the order bugs are cau
       CHECK(v.uncaught == std::vector<std::string>{});
       CHECK(v.rows_caught.at("warp_order") > 0);
       CHECK(v.rows_caught.at("cross_warp_order") > 0);
+      CHECK(v.rows_caught.at("fragment_order") > 0);
     }
 }
 
-TEST_CASE("not_applicable: only gain_unrounded, and only when no norm rounds a gain") {
+TEST_CASE("not_applicable: gain_unrounded when no norm rounds a gain, rank_order below 3 ranks") {
   Constants bf16_centre_1{norm({WeightDtype::bf16, 1.0, false}, false, 1e-5), norm({}, false, 0.0)};
   Constants fp16_centre_0{norm({WeightDtype::fp16, 0.0, true}, true, 0.0), norm({WeightDtype::fp32, 1.0, false}, false, 0.0)};
   for (const Mutant m : kAllMutants) {
     CAPTURE(mutant_name(m));
-    CHECK_FALSE(suite::not_applicable(m, bf16_centre_1));
-    CHECK(suite::not_applicable(m, fp16_centre_0).has_value() == (m == Mutant::gain_unrounded));
+    for (int ranks = 1; ranks <= 8; ++ranks) {
+      CAPTURE(ranks);
+      const bool few_ranks = m == Mutant::rank_order && ranks < 3;
+      CHECK(suite::not_applicable(m, bf16_centre_1, ranks).has_value() == few_ranks);
+      CHECK(suite::not_applicable(m, fp16_centre_0, ranks).has_value() == (few_ranks || m == Mutant::gain_unrounded));
+    }
   }
+  CHECK(suite::not_applicable(Mutant::rank_order, bf16_centre_1, 2).value_or("applicable") ==
+        "R = 2 rank partials: the all-reduce sums fewer than 3, which add_rn, being commutative, adds alike in any order");
+}
+
+// The self-test's all-reduce runs (suite::as_rank_partials): in rank order the partials sum to the
+// branch bit for bit (a -0 to +0); last rank first they lose it, so rank_order changes the rows.
+TEST_CASE("rank_order_caught_on_rank_partials: as_rank_partials keeps the branch, and rank_order loses it") {
+  const Constants c{norm({WeightDtype::bf16, 1.0, true}, false, 1e-8), norm({WeightDtype::bf16, 1.0, false}, false, 1e-5)};
+  const suite::Suite edge = suite::make_edge_suite(c, 1, 1, StreamDtype::f32);
+  const safetensors::File partials = suite::as_rank_partials(edge.inputs);
+  const safetensors::Tensor& p = partials.tensors.at("partials");
+  CHECK(p.shape == std::vector<std::int64_t>{suite::kRankPartials, edge.inputs.tensors.at("branch").shape[0], kH});
+  CHECK(partials.tensors.count("branch") == 0);
+  const BoundTensors bound = bind_inputs(partials, c, "partials");
+  CHECK(suite::ranks_of(bound.inputs) == 3);
+  ref::Results r(bound.m, ref::Results::Wanted::everything);
+  ref::Boundary(c, bound.operands).run(bound.inputs, r.outputs(), 2);
+  const auto* branch = edge.inputs.tensors.at("branch").data<std::uint16_t>();
+  // The branch's bits, but for -0 (+0 now) and a NaN (the canonical NaN: add_rn makes it).
+  const auto summed = [](std::uint16_t b) -> std::uint16_t {
+    if (b == 0x8000u) return 0x0000u;
+    return (b & 0x7F80u) == 0x7F80u && (b & 0x007Fu) != 0 ? 0x7FFFu : b;
+  };
+  for (std::size_t i = 0; i < r.branch.size(); ++i)
+    if (r.branch[i] != summed(branch[i])) {
+      FAIL_CHECK("element " << i << ": all-reduced " << r.branch[i] << ", the branch " << branch[i]);
+      break;
+    }
+  const suite::Vacuity v = suite::check_vacuity(c, partials, 2);
+  CHECK(v.uncaught == std::vector<std::string>{});
+  CHECK(v.not_applicable.empty());
+  MESSAGE("rank_order changes " << v.rows_caught.at("rank_order") << " of " << bound.m << " rows");
+  CHECK(v.rows_caught.at("rank_order") > bound.m / 2);
 }
 
 TEST_CASE("gate_fails_correct_kernels_without_weights: not applicable in summary, report and JUnit; exit 77") {
@@ -198,13 +238,15 @@ TEST_CASE("gate_fails_correct_kernels_without_weights: not applicable in summary
     CHECK(test::schema_errors(kSchema, r) == std::vector<std::string>{});
     const json& v = r["gate"]["vacuity"];
     CHECK(v["uncaught"] == json::array());
-    REQUIRE(v["not_applicable"].size() == 1);
+    REQUIRE(v["not_applicable"].size() == 2);  // and rank_order: the suites' branch is one rank
+    CHECK(v["not_applicable"]["rank_order"].get<std::string>().find("R = 1 rank partial") == 0);
     const std::string why = v["not_applicable"]["gain_unrounded"].get<std::string>();
     CHECK(why.find("no norm rounds its gain") == 0);
     CHECK(v["rows_caught"]["gain_unrounded"] == 0);
     const std::string summary = cli::format_gate(r);
     CHECK(summary.find("not applicable: gain_unrounded (" + why + ")") != std::string::npos);
-    CHECK(summary.find("every one of 8 applicable emulator mutants is caught") != std::string::npos);
+    CHECK(summary.find("every one of " + std::to_string(mutants::kEmulatorTwins.size() - 2) +
+                       " applicable emulator mutants is caught") != std::string::npos);
     CHECK(summary.find("VACUOUS") == std::string::npos);
     const std::string xml = read_text(*o.junit);
     CHECK(xml.find("<testcase classname=\"gate.vacuity\" name=\"gain_unrounded\">\n      <skipped message=\"not "
@@ -227,7 +269,8 @@ TEST_CASE("self_test_fails_correct_kernels_without_weights: gain_unrounded not a
   CHECK(r["survivors"] == json::array());
   for (const json& m : r["mutants"]) {
     CAPTURE(m.dump());
-    const bool gain = m["mutant"] == "gain_unrounded";
+    // rank_order: no fixture and no GPU here, and the edge suites' branch is one rank.
+    const bool gain = m["mutant"] == "gain_unrounded" || m["mutant"] == "rank_order";
     CHECK(m["not_applicable"].is_string() == gain);
     if (gain) CHECK(m["edge_rows_caught"] == 0);
     else if (m["emulator_twin"].get<bool>()) CHECK(m["edge_rows_caught"].get<std::int64_t>() > 0);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <boundary/mutant.hpp>
+#include <boundary/reference.hpp>
 #include <boundary/safetensors.hpp>
 #include <boundary/types.hpp>
 
@@ -58,12 +59,17 @@ std::vector<std::pair<std::string, Constants>> edge_constants(const Constants& b
 struct TieRows { std::int64_t y = 0, res = 0, out = 0; };
 TieRows count_tie_rows(const Constants& constants, const safetensors::File& inputs);
 
-// Why planted bug `m` cannot change any output under `constants`, derived from the constants alone;
-// nullopt when it can. gain_unrounded skips the rounding of gamma = weight + centre to the weight's
-// dtype: that rounding is the identity when no norm has a weight, when every weight is FP32, or
-// when every centre is 0 (a BF16 or FP16 value plus 0 is that value; a NaN becomes the canonical
-// NaN either way, and every use of gamma is a product, whose NaN is canonical too).
-std::optional<std::string> not_applicable(Mutant m, const Constants& constants);
+// Why planted bug `m` cannot change any output under `constants` on inputs of `ranks` rank
+// partials (1 for a branch), derived from those alone; nullopt when it can. gain_unrounded skips
+// the rounding of gamma = weight + centre to the weight's dtype: that rounding is the identity when
+// no norm has a weight, when every weight is FP32, or when every centre is 0 (a BF16 or FP16 value
+// plus 0 is that value; a NaN becomes the canonical NaN either way, and every use of gamma is a
+// product, whose NaN is canonical too). rank_order adds the partials last rank first: with one
+// partial there is no sum, and with two add_rn(a, b) == add_rn(b, a) bit for bit (a NaN is
+// canonical), so it needs R >= 3.
+std::optional<std::string> not_applicable(Mutant m, const Constants& constants, int ranks);
+// The rank partials of bound inputs: their count, 1 for a branch.
+int ranks_of(const ref::Inputs& inputs);
 
 // Vacuity: for every mutant with an emulator twin, how many rows of `inputs` it changes (any bit
 // of out or new_stream differs from the production emulator's); `not_applicable` the mutants that
@@ -84,5 +90,14 @@ std::vector<std::int64_t> witness_rows(const Constants& constants, const safeten
 // inputs with only these rows of every [m, H] tensor (the operands unchanged): a smaller file
 // for captures and reruns.
 safetensors::File select_rows(const safetensors::File& inputs, std::span<const std::int64_t> rows);
+
+// inputs (with a branch) as kRankPartials rank partials for the all-reduce boundary: P_0 = c,
+// P_1 = -c, P_2 = the branch, c = 2^100. In rank order c + -c = +0 exactly, then + b = b (a -0
+// becomes +0 and a NaN the canonical NaN, which the emulator given the same partials sees too,
+// and no output can show: every output is arithmetic on it), so every other planted bug meets the
+// rows as they are. Summed last rank first (rank_order), b + -c rounds to -c wherever
+// |b| < 2^76 (half an ulp of c) and -c + c leaves 0: a row with any such nonzero element loses it.
+inline constexpr int kRankPartials = 3;
+safetensors::File as_rank_partials(const safetensors::File& inputs);
 
 }  // namespace boundary::suite

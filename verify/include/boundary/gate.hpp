@@ -25,7 +25,10 @@ namespace boundary::cli {
 // "f32-store-early-pdl") and the same with "-cluster", "-pair" or "-quad" in those layouts
 // (boundary::gpu::Layout).
 // all_reduce: the fused all-reduce boundary with the suite's branch as its one rank partial
-// (contract section 7: one rank passes P_0 unchanged, so it owes the same bits as the others).
+// (contract section 7: one rank passes P_0 unchanged, so it owes the same bits as the others), or
+// on the bound rows' rank partials when they have them (the self-test's); its layout and late
+// gates are its own choice (variant_for) unless the variant names a layout other than cta or late
+// gates.
 // multi_process: R = 2 processes of `boundary-verify rank`, sharing their partials through CUDA IPC
 // (boundary/gpu/rank_ipc.hpp), the suite's branch split over them (cli_rank.hpp); every rank's fused
 // and eager outputs must agree. Chosen by name only: "all" leaves it out (it starts processes per suite).
@@ -70,10 +73,11 @@ struct GateGpuHook {
   // out, and new_stream when v.store, of implementation v on the bound rows.
   std::function<StageValues(const Constants&, const BoundTensors&, const GateVariant& v)> run;
   // The debug build of v's kernel that writes its intermediates (res in new_stream); nullopt when
-  // v has none (the eager chain).
+  // v has none (the eager chain, the multi-process run).
   std::function<std::optional<StageValues>(const Constants&, const BoundTensors&, const GateVariant& v)>
       run_with_intermediates;
-  // The fused kernel built with planted bug m (pdl_wait_missing: behind a delayed producer).
+  // The fused kernel (v's kind: the DraftBoundary or the all-reduce boundary) built with planted
+  // bug m (pdl_wait_missing: the DraftBoundary behind a delayed producer).
   std::function<StageValues(Mutant m, const Constants&, const BoundTensors&, const GateVariant& v)> run_mutant;
   bool available() const { return probe && run && run_with_intermediates && run_mutant; }
 };

@@ -1,6 +1,7 @@
 // boundary-verify self-test: the gate's suites against every planted bug. A mutant no row catches
-// is a defect of the suites. GPU: the kernel mutants (boundary/gpu/diagnostics.hpp) on the gate's
-// suites; CPU: the emulator twins on the committed fixtures and on the edge suites.
+// is a defect of the suites. GPU: the kernel mutants (boundary/gpu/diagnostics.hpp) of the
+// DraftBoundary and the all-reduce boundary on the gate's suites; CPU: the emulator twins on the
+// committed fixtures and on the edge suites.
 #include "cli_gate_parts.hpp"
 
 #include <boundary/constants_json.hpp>
@@ -41,17 +42,26 @@ std::int64_t rows_caught(const StageValues& expected, const StageValues& actual)
   return std::count(caught.begin(), caught.end(), 1);
 }
 
-// Rows caught per mutant, and the mutants that can change an output under the constants of at
-// least one fixture or suite run (suite::not_applicable): only those can survive.
+// Rows caught per mutant, and the mutants that can change an output in at least one fixture or
+// suite run (suite::not_applicable: under its constants, on its rank count): only those can
+// survive. why_not keeps a reason from a run it did not apply to.
 struct Caught {
   std::map<Mutant, std::int64_t> rows;
   std::set<Mutant> applicable;
+  std::map<Mutant, std::string> why_not;
 
-  void add(Mutant m, const Constants& constants, std::int64_t caught_rows) {
+  // why: suite::not_applicable of the run, nullopt when m applies to it.
+  void add(Mutant m, const std::optional<std::string>& why, std::int64_t caught_rows) {
     rows[m] += caught_rows;
-    if (!suite::not_applicable(m, constants)) applicable.insert(m);
+    if (why) why_not.emplace(m, *why);
+    else applicable.insert(m);
   }
   bool survives(Mutant m) const { return applicable.count(m) && rows.at(m) == 0; }
+  // Why m applied to none of the runs; nullopt when it applied to one, or none ran.
+  std::optional<std::string> not_applicable(Mutant m) const {
+    if (applicable.count(m) || !why_not.count(m)) return std::nullopt;
+    return why_not.at(m);
+  }
 };
 
 // The emulator twins against the committed fixtures' recorded (hardware) outputs.
@@ -67,28 +77,54 @@ Caught twins_on_fixtures(const std::filesystem::path& dir, unsigned threads, int
     recorded["out"] = st::require(f, name, "out", {st::Dtype::BF16}, {bound.m, kH});
     if (const st::Tensor* new_stream = recorded_new_stream(f, name, bound.m)) recorded["new_stream"] = *new_stream;
     for (const Mutant m : mutants::kEmulatorTwins)
-      caught.add(m, constants, rows_caught(recorded, emulate(constants, bound, threads, false, m)));
+      caught.add(m, suite::not_applicable(m, constants, suite::ranks_of(bound.inputs)),
+                 rows_caught(recorded, emulate(constants, bound, threads, false, m)));
   }
   return caught;
 }
 
+// One GPU implementation a mutant runs in: a gate variant on bound rows.
+struct MutantRun {
+  GateVariant variant;
+  const BoundTensors* bound;
+  const StageValues* expected;
+};
+
+// The kernel mutants on the gate's suites: the DraftBoundary in every layout, and the all-reduce
+// boundary on the same rows as rank partials (suite::as_rank_partials) in each of its layouts. The rows counted
+// are the fewest of the runs the mutant applies to: a planted bug counts as caught only when every
+// one catches it. pdl_wait_missing needs a slow producer in front, which only the DraftBoundary's
+// runs have (gpu::run_after_producer): the all-reduce's runs leave it out.
 Caught kernel_mutants_on_suites(const SelfTestOptions& o, const Constants& base, unsigned threads) {
   Caught caught;
   for (const SuiteSpec& spec : gate_suites(base, o.level, o.rows, o.seed)) {
     for (suite::Suite& made : spec.make()) {
       const auto s = bind_suite(spec, std::move(made), nullptr, "");
+      const st::File partials_file = suite::as_rank_partials(s->suite.inputs);
+      const BoundTensors partials = bind_inputs(partials_file, s->constants, spec.name + " (rank partials)");
       const StageValues expected = emulate(s->constants, s->bound, threads, false);
+      const StageValues expected_partials = emulate(s->constants, partials, threads, false);
       for (const Mutant m : kAllMutants) {
-        // Rows caught in the layout that catches fewest: a planted bug counts as caught only when
-        // every layout catches it.
+        std::vector<MutantRun> runs;
+        const bool late = m == Mutant::late_gates_wrong_columns;
+        for (const GateVariant::Layout layout : kGateLayouts)
+          runs.push_back({{"mutant", GateVariant::Kind::fused, spec.stream, true, late, true, layout}, &s->bound, &expected});
+        if (m != Mutant::pdl_wait_missing)
+          for (const GateVariant::Layout layout : kGateLayouts)
+            if (layout != GateVariant::Layout::cta)  // the all-reduce boundary has none
+              runs.push_back({{"mutant all-reduce", GateVariant::Kind::all_reduce, spec.stream, true, late, true, layout},
+                              &partials, &expected_partials});
         std::int64_t fewest = -1;
-        for (const GateVariant::Layout layout : kGateLayouts) {
-          GateVariant v{"mutant", GateVariant::Kind::fused, spec.stream, true,
-                        m == Mutant::late_gates_wrong_columns, true, layout};
-          const std::int64_t n = rows_caught(expected, o.gpu_hook.run_mutant(m, s->constants, s->bound, v));
+        std::optional<std::string> why;
+        for (const MutantRun& r : runs) {
+          if (const auto no = suite::not_applicable(m, s->constants, suite::ranks_of(r.bound->inputs))) {
+            why = no;
+            continue;
+          }
+          const std::int64_t n = rows_caught(*r.expected, o.gpu_hook.run_mutant(m, s->constants, *r.bound, r.variant));
           fewest = fewest < 0 ? n : std::min(fewest, n);
         }
-        caught.add(m, s->constants, fewest);
+        caught.add(m, fewest < 0 ? why : std::nullopt, std::max<std::int64_t>(fewest, 0));
       }
     }
   }
@@ -112,8 +148,11 @@ nlohmann::json run_self_test(const SelfTestOptions& o, int* exit_code) {
   Caught on_edge;
   for (const StreamDtype d : {StreamDtype::f32, StreamDtype::bf16}) {
     const suite::Vacuity v = suite::check_vacuity(base, suite::make_edge_suite(base, o.level, o.seed, d).inputs, threads);
-    for (const Mutant m : mutants::kEmulatorTwins)
-      on_edge.add(m, base, v.rows_caught.at(std::string(mutant_name(m))));
+    for (const Mutant m : mutants::kEmulatorTwins) {
+      const std::string name(mutant_name(m));
+      const auto why = v.not_applicable.find(name);
+      on_edge.add(m, why == v.not_applicable.end() ? std::nullopt : std::optional(why->second), v.rows_caught.at(name));
+    }
   }
   std::string gpu = "not run: this build has no GPU support";
   Caught on_gpu;
@@ -130,9 +169,20 @@ nlohmann::json run_self_test(const SelfTestOptions& o, int* exit_code) {
     const bool survives = (gpu == "run" && on_gpu.survives(m)) ||
                           (twin && (on_fixtures.survives(m) || on_edge.survives(m)));
     if (survives) survivors.push_back(std::string(mutant_name(m)));
-    const std::optional<std::string> why = suite::not_applicable(m, base);
+    // Not applicable: to no run of a half that ran (the fixtures under their own constants and rank
+    // counts, the edge suites with a branch, the GPU's runs).
+    std::optional<std::string> why = on_edge.not_applicable(m);
+    if (!twin) why = suite::not_applicable(m, base, 1);
+    for (const Caught* half : std::initializer_list<const Caught*>{&on_fixtures, &on_gpu})
+      if (half->applicable.count(m)) why = std::nullopt;
+    // The halves it applied to no run of (their row counts are 0 by necessity, not a miss).
+    nlohmann::json not_applicable_to = nlohmann::json::array();
+    for (const auto& [half, caught] : std::initializer_list<std::pair<const char*, const Caught*>>{
+             {"gpu", &on_gpu}, {"fixtures", &on_fixtures}, {"edge", &on_edge}})
+      if (caught->not_applicable(m)) not_applicable_to.push_back(half);
     rows.push_back({{"mutant", mutant_name(m)},
                     {"not_applicable", why ? nlohmann::json(*why) : nlohmann::json(nullptr)},
+                    {"not_applicable_to", not_applicable_to},
                     {"gpu_rows_caught", count_or_null(on_gpu, m)},
                     {"emulator_twin", twin},
                     {"fixture_rows_caught", twin ? count_or_null(on_fixtures, m) : nlohmann::json(nullptr)},
@@ -151,12 +201,17 @@ std::string format_self_test(const nlohmann::json& r) {
   o << "self-test: " << r["constants_file"].get<std::string>() << ", " << r["fixture_files"]
     << " committed fixtures, GPU " << r["gpu"].get<std::string>() << "\n";
   o << "  mutant                    GPU rows   fixture rows (emulator twin)   edge rows (twin)\n";
-  auto cell = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : v.dump(); };
   for (const auto& m : r["mutants"]) {
+    // "n/a": the half ran, but the mutant applied to none of its runs.
+    auto cell = [&](const char* half, const char* key) {
+      const nlohmann::json& to = m["not_applicable_to"];
+      if (std::find(to.begin(), to.end(), half) != to.end()) return std::string("n/a");
+      return m[key].is_null() ? std::string("-") : m[key].dump();
+    };
     const std::string name = m["mutant"].get<std::string>();
-    o << "  " << name << std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') << cell(m["gpu_rows_caught"])
-      << std::string(11, ' ') << cell(m["fixture_rows_caught"]) << std::string(29, ' ')
-      << cell(m["edge_rows_caught"]) << (m["caught"].get<bool>() ? "" : "   SURVIVES");
+    o << "  " << name << std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') << cell("gpu", "gpu_rows_caught")
+      << std::string(11, ' ') << cell("fixtures", "fixture_rows_caught") << std::string(29, ' ')
+      << cell("edge", "edge_rows_caught") << (m["caught"].get<bool>() ? "" : "   SURVIVES");
     if (m["not_applicable"].is_string()) o << "   not applicable: " << m["not_applicable"].get<std::string>();
     o << "\n";
   }

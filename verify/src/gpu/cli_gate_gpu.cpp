@@ -1,5 +1,6 @@
 // The gate's GPU half: each implementation on bound rows (eager chain, fused variants, a CUDA
-// graph replay, the all-reduce boundary of one rank, R rank processes), the fused kernel's debug build with its intermediates, and the planted bugs.
+// graph replay, the all-reduce boundary on the rows' rank partials or its branch as one rank, R
+// rank processes), the fused kernels' debug builds with their intermediates, and the planted bugs.
 #include "multi_process_run.hpp"
 
 #include <boundary/gate.hpp>
@@ -11,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <functional>
 #include <span>
 
 namespace boundary::cli {
@@ -38,6 +40,22 @@ gpu::Layout gpu_layout(GateVariant::Layout l) {
 gpu::Variant launch_variant(const GateVariant& v, const gpu::DraftBoundary& b, const BoundTensors& bound) {
   if (v.kind == GateVariant::Kind::graph) return b.variant_for(bound.m, bound.inputs.stream_dtype, true, true);
   return gpu::Variant{bound.inputs.stream_dtype, v.store, v.late_gates, v.pdl, gpu_layout(v.layout)};
+}
+
+// The all-reduce boundary's variant: its own choice for the rows (variant_for), but the layout and
+// late gates a variant asks for (the gate's "all-reduce" asks for neither: cta means its choice,
+// since it has no cta layout).
+gpu::Variant all_reduce_variant(const GateVariant& v, const gpu::AllReduceBoundary& b, const BoundTensors& bound) {
+  gpu::Variant variant = b.variant_for(bound.m, bound.inputs.stream_dtype, v.store, v.pdl);
+  if (v.layout != GateVariant::Layout::cta) variant.layout = gpu_layout(v.layout);
+  variant.late_gates = variant.late_gates || v.late_gates;
+  return variant;
+}
+
+// The all-reduce boundary's partials: the bound rank partials, or the branch as the one rank.
+std::span<const gpu::TensorView> partials_of(const gpu_runs::DeviceInputs& in) {
+  if (in.partials.empty()) return std::span(&in.branch, 1);
+  return in.partials;
 }
 
 StageValues to_stage_values(std::int64_t m, gpu_runs::KernelOutputs&& k) {
@@ -92,10 +110,10 @@ StageValues run_variant(const Constants& c, const BoundTensors& bound, const Gat
   if (v.kind == GateVariant::Kind::multi_process) return run_multi_process(c, bound, v);
   if (v.kind == GateVariant::Kind::all_reduce) {
     gpu::AllReduceBoundary all_reduce(c, ops.views());
-    const gpu::Variant variant = all_reduce.variant_for(in.m, bound.inputs.stream_dtype, v.store, v.pdl);
+    const gpu::Variant variant = all_reduce_variant(v, all_reduce, bound);
     all_reduce.prepare(variant);
     return to_stage_values(in.m, gpu_runs::run_poisoned(in.m, v.store, [&](const gpu::Outputs& out) {
-                             all_reduce.run(std::span(&in.branch, 1), in.stream, out, nullptr, variant);
+                             all_reduce.run(partials_of(in), in.stream, out, nullptr, variant);
                            }));
   }
   gpu::DraftBoundary fused(c, ops.views());
@@ -117,16 +135,10 @@ struct DeviceStage {
   gpu::DeviceBuffer buffer;
 };
 
-std::optional<StageValues> run_with_intermediates(const Constants& c, const BoundTensors& bound, const GateVariant& v) {
-  // The eager chain's, the all-reduce boundary's and the multi-process run's stages are not exposed.
-  if (v.kind == GateVariant::Kind::eager || v.kind == GateVariant::Kind::all_reduce ||
-      v.kind == GateVariant::Kind::multi_process)
-    return std::nullopt;
-  const gpu_runs::DeviceOperands ops(c, bound.operands);
-  const gpu_runs::DeviceInputs in(bound);
-  gpu::DiagnosticBoundary diag(c, ops.views());
-  const gpu::Variant variant = launch_variant(v, diag, bound);
-  const std::int64_t m = in.m;
+// out, new_stream and the intermediates of m rows from a debug build: launch(outputs,
+// intermediates) writes them into poisoned device buffers.
+StageValues with_intermediates(std::int64_t m, bool store,
+                               const std::function<void(const gpu::Outputs&, const gpu::DeviceIntermediates&)>& launch) {
   std::vector<DeviceStage> stages;
   for (const auto& [name, dtype, per_element] :
        {std::tuple{"post_row_sum", st::Dtype::F32, false}, {"r1", st::Dtype::F32, false}, {"y_b", st::Dtype::BF16, true},
@@ -142,9 +154,8 @@ std::optional<StageValues> run_with_intermediates(const Constants& c, const Boun
                                        static_cast<std::uint16_t*>(ptr(2)), static_cast<float*>(ptr(3)),
                                        static_cast<std::uint16_t*>(ptr(4)), static_cast<float*>(ptr(5)),
                                        static_cast<float*>(ptr(6))};
-  StageValues values = to_stage_values(m, gpu_runs::run_poisoned(m, variant.store_stream, [&](const gpu::Outputs& out) {
-    diag.run_with_intermediates(in.branch, in.stream, out, inter, nullptr, variant);
-  }));
+  StageValues values =
+      to_stage_values(m, gpu_runs::run_poisoned(m, store, [&](const gpu::Outputs& out) { launch(out, inter); }));
   for (DeviceStage& s : stages) {
     st::Tensor t = st::make_tensor(s.dtype, s.shape);
     s.buffer.download(t.bytes.data(), t.bytes.size());
@@ -153,9 +164,36 @@ std::optional<StageValues> run_with_intermediates(const Constants& c, const Boun
   return values;
 }
 
+std::optional<StageValues> run_with_intermediates(const Constants& c, const BoundTensors& bound, const GateVariant& v) {
+  // The eager chain's and the multi-process run's stages are not exposed.
+  if (v.kind == GateVariant::Kind::eager || v.kind == GateVariant::Kind::multi_process) return std::nullopt;
+  const gpu_runs::DeviceOperands ops(c, bound.operands);
+  const gpu_runs::DeviceInputs in(bound);
+  if (v.kind == GateVariant::Kind::all_reduce) {
+    gpu::DiagnosticAllReduceBoundary diag(c, ops.views());
+    const gpu::Variant variant = all_reduce_variant(v, diag, bound);
+    return with_intermediates(in.m, variant.store_stream, [&](const gpu::Outputs& out, const gpu::DeviceIntermediates& d) {
+      diag.run_with_intermediates(partials_of(in), in.stream, out, d, nullptr, variant);
+    });
+  }
+  gpu::DiagnosticBoundary diag(c, ops.views());
+  const gpu::Variant variant = launch_variant(v, diag, bound);
+  return with_intermediates(in.m, variant.store_stream, [&](const gpu::Outputs& out, const gpu::DeviceIntermediates& d) {
+    diag.run_with_intermediates(in.branch, in.stream, out, d, nullptr, variant);
+  });
+}
+
 StageValues run_mutant(Mutant mutant, const Constants& c, const BoundTensors& bound, const GateVariant& v) {
   const gpu_runs::DeviceOperands ops(c, bound.operands);
   const gpu_runs::DeviceInputs in(bound);
+  if (v.kind == GateVariant::Kind::all_reduce) {  // no producer in front: see DiagnosticAllReduceBoundary
+    gpu::DiagnosticAllReduceBoundary diag(c, ops.views());
+    const gpu::Variant variant = all_reduce_variant(v, diag, bound);
+    diag.prepare_mutant(mutant, variant, static_cast<int>(partials_of(in).size()));
+    return to_stage_values(in.m, gpu_runs::run_poisoned(in.m, variant.store_stream, [&](const gpu::Outputs& out) {
+                             diag.run_mutant(mutant, partials_of(in), in.stream, out, nullptr, variant);
+                           }));
+  }
   gpu::DiagnosticBoundary diag(c, ops.views());
   const gpu::Variant variant = launch_variant(v, diag, bound);
   if (mutant != Mutant::pdl_wait_missing) {

@@ -42,13 +42,20 @@ std::vector<std::vector<bool>> caught_rows(const Constants& constants, const Bou
 
 }  // namespace
 
-std::optional<std::string> not_applicable(Mutant m, const Constants& constants) {
+std::optional<std::string> not_applicable(Mutant m, const Constants& constants, int ranks) {
+  if (m == Mutant::rank_order) {
+    if (ranks >= 3) return std::nullopt;
+    return "R = " + std::to_string(ranks) + " rank partial" + (ranks == 1 ? "" : "s") +
+           ": the all-reduce sums fewer than 3, which add_rn, being commutative, adds alike in any order";
+  }
   if (m != Mutant::gain_unrounded) return std::nullopt;
   for (const NormConstants* n : {&constants.post, &constants.pre})
     if (n->has_weight() && n->weight_dtype != WeightDtype::fp32 && static_cast<float>(*n->gain_center) != 0.0f)
       return std::nullopt;
   return "no norm rounds its gain: each has no weight, an FP32 weight or gain centre 0";
 }
+
+int ranks_of(const ref::Inputs& inputs) { return inputs.partials.empty() ? 1 : static_cast<int>(inputs.partials.size()); }
 
 Vacuity check_vacuity(const Constants& constants, const safetensors::File& inputs, unsigned threads) {
   const BoundTensors bound = bind_inputs(inputs, constants, "vacuity check");
@@ -58,7 +65,7 @@ Vacuity check_vacuity(const Constants& constants, const safetensors::File& input
     const auto rows = static_cast<std::int64_t>(std::count(caught[i].begin(), caught[i].end(), true));
     const std::string name(mutant_name(mutants::kEmulatorTwins[i]));
     v.rows_caught[name] = rows;
-    if (const auto reason = not_applicable(mutants::kEmulatorTwins[i], constants)) {
+    if (const auto reason = not_applicable(mutants::kEmulatorTwins[i], constants, ranks_of(bound.inputs))) {
       if (rows > 0)
         throw std::logic_error("vacuity check: " + name + " changes " + std::to_string(rows) +
                                " rows although it was declared not applicable (" + *reason + ")");
@@ -93,6 +100,22 @@ safetensors::File select_rows(const safetensors::File& inputs, std::span<const s
     for (std::size_t i = 0; i < rows.size(); ++i)
       std::memcpy(&picked.bytes[i * row_bytes], &t.bytes.at(static_cast<std::size_t>(rows[i]) * row_bytes), row_bytes);
   }
+  return f;
+}
+
+safetensors::File as_rank_partials(const safetensors::File& inputs) {
+  constexpr std::uint16_t kBig = 0x7180;  // 2^100: half its ulp is 2^76
+  safetensors::File f = inputs;
+  const safetensors::Tensor branch = f.tensors.at("branch");
+  f.tensors.erase("branch");
+  const std::int64_t m = branch.shape.at(0);
+  safetensors::Tensor partials = safetensors::make_tensor(safetensors::Dtype::BF16, {kRankPartials, m, kH});
+  const std::size_t n = branch.bytes.size() / 2;
+  auto* p = reinterpret_cast<std::uint16_t*>(partials.bytes.data());
+  std::fill_n(p, n, kBig);
+  std::fill_n(p + n, n, static_cast<std::uint16_t>(kBig | 0x8000u));
+  std::memcpy(p + 2 * n, branch.bytes.data(), branch.bytes.size());
+  f.tensors["partials"] = std::move(partials);
   return f;
 }
 

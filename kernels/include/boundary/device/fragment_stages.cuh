@@ -107,15 +107,17 @@ __device__ __forceinline__ void load_stream(const void* stream, std::size_t at, 
 // Contract section 7 for one fragment: the ranks' values summed in rank order in FP32, one BF16
 // rounding; one rank passes P_0 unchanged. rank(r): rank r's 8 BF16 values (a uint4), asked for
 // in rank order, each once.
+// The rank_order mutant adds them last rank first (R-1 .. 0).
 template <class Rank>
 __device__ __forceinline__ void all_reduce_fragment(int ranks, Rank rank, float (&x)[kVec]) {
-  unpack_bf16x8(rank(0), x);
+  constexpr bool kReversed = kMutant == Mutant::rank_order;
+  unpack_bf16x8(rank(kReversed ? ranks - 1 : 0), x);
   if (ranks == 1) return;
 #pragma unroll
   for (int r = 1; r < kMaxRanks; ++r) {
     if (r >= ranks) break;
     float v[kVec];
-    unpack_bf16x8(rank(r), v);
+    unpack_bf16x8(rank(kReversed ? ranks - 1 - r : r), v);
 #pragma unroll
     for (int i = 0; i < kVec; ++i) x[i] = add_rn(x[i], v[i]);
   }

@@ -73,9 +73,12 @@ __device__ __forceinline__ float cta_row_sum(float thread_total, float* scratch)
 // Thread layer when a reference thread's fragments sit in four threads: its chunk pairs, stored at
 // first[k * stride] for fragment k, added in fragment order (thread_sum of the contract).
 __device__ __forceinline__ float thread_sum_of_pairs(const float* first, int stride) {
-  float s = first[0];
+  // The fragment_order mutant adds them last first (3 .. 0): every fused layout's fold of a
+  // reference thread's fragments is this one.
+  constexpr bool kReversed = kMutant == Mutant::fragment_order;
+  float s = first[(kReversed ? kFragments - 1 : 0) * stride];
 #pragma unroll
-  for (int k = 1; k < kFragments; ++k) s = add_rn(s, first[k * stride]);
+  for (int i = 1; i < kFragments; ++i) s = add_rn(s, first[(kReversed ? kFragments - 1 - i : i) * stride]);
   return s;
 }
 

@@ -16,6 +16,10 @@
 
 namespace boundary::gpu {
 
+namespace detail {
+struct AllReduceParams;  // the kernels' parameters (src/all_reduce_launch.hpp)
+}  // namespace detail
+
 // The eager one-shot all-reduce: branch = the partials summed in rank order in FP32, one BF16
 // rounding (R = 1: a copy). Checks the partials and branch (InputError naming the tensor).
 void all_reduce(std::span<const TensorView> partials, const TensorView& branch, cudaStream_t cuda_stream);
@@ -45,6 +49,14 @@ class AllReduceBoundary : public BoundaryBase {
            cudaStream_t cuda_stream, std::optional<Variant> variant = std::nullopt);
   void launch(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
               cudaStream_t cuda_stream, std::optional<Variant> variant = std::nullopt);
+
+ protected:
+  // What launch() launches, unchecked: the variant (given, or variant_for; cta refused with
+  // InputError) and the kernels' parameters. Shared with the instrumented builds (diagnostics.hpp).
+  Variant launch_variant(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
+                         std::optional<Variant> variant) const;
+  detail::AllReduceParams launch_params(std::span<const TensorView> partials, const TensorView& stream,
+                                        const Outputs& outputs) const;
 
  private:
   int max_active_clusters_ = 0;

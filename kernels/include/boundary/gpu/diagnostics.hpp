@@ -1,13 +1,17 @@
-// The fused DraftBoundary kernel instrumented (library boundary_kernels_diagnostics): a debug
-// build of the same kernel source that also writes the contract's intermediates (the production
-// instantiation is unchanged), the planted-bug builds of boundary/mutant.hpp, and the branch
-// producer that puts a boundary behind a programmatic dependent launch.
+// The fused kernels instrumented (library boundary_kernels_diagnostics), the DraftBoundary and
+// the all-reduce boundary: a debug build of the same kernel sources that also writes the
+// contract's intermediates (the production instantiations are unchanged), the planted-bug builds
+// of boundary/mutant.hpp, and the branch producer that puts a boundary behind a programmatic
+// dependent launch.
 //
 //   boundary::gpu::DiagnosticBoundary b(constants, operands);
 //   b.run_with_intermediates(branch, stream, outputs, intermediates, cuda_stream);
 //   b.run_mutant(boundary::Mutant::warp_order, branch, stream, outputs, cuda_stream);
+//   boundary::gpu::DiagnosticAllReduceBoundary a(constants, operands);
+//   a.run_mutant(boundary::Mutant::rank_order, partials, stream, outputs, cuda_stream);
 #pragma once
 
+#include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #include <boundary/mutant.hpp>
 
@@ -16,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 namespace boundary::gpu {
 
@@ -56,6 +61,26 @@ class DiagnosticBoundary : public DraftBoundary {
                  std::optional<Variant> variant) const;
   Launch unchecked(const TensorView& branch, const TensorView& stream, const Outputs& outputs,
                    std::optional<Variant> variant) const;
+};
+
+// The all-reduce boundary's instrumented builds, on R partials (one rank: the DraftBoundary's
+// one-rank kernels, as AllReduceBoundary runs them). No producer: pdl_wait_missing runs as any
+// other mutant here, with nothing in front of it to wait for.
+class DiagnosticAllReduceBoundary : public AllReduceBoundary {
+ public:
+  using AllReduceBoundary::AllReduceBoundary;
+
+  // Checks like run(), and the intermediates as DiagnosticBoundary does; writes outputs and
+  // intermediates (the post norm's of the all-reduced branch).
+  void run_with_intermediates(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
+                              const DeviceIntermediates& intermediates, cudaStream_t cuda_stream,
+                              std::optional<Variant> variant = std::nullopt);
+  // The kernels compiled with BOUNDARY_MUTANT = m (m != none: InputError), checked and launched
+  // like run().
+  void run_mutant(Mutant m, std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
+                  cudaStream_t cuda_stream, std::optional<Variant> variant = std::nullopt);
+  // Loads the mutant's kernel for `ranks` partials now; refused during a capture, as prepare().
+  void prepare_mutant(Mutant m, const Variant& variant, int ranks, cudaStream_t stream = nullptr);
 };
 
 // Copies `bytes` (a multiple of 16) from src to dst, launched normally (no PDL attribute). Every
