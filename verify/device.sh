@@ -40,8 +40,8 @@ step gpu_tests ctest --test-dir build-device -L gpu --output-on-failure -V
 step replay_gpu build-device/verify/boundary-verify replay fixtures/boundary/*.safetensors --gpu --report "$logs/replay_report.json"
 step capture_fixtures fixtures/capture.sh build-device/verify/boundary-verify "$out/fixtures"
 step interop bash -c 'python3 verify/interop/load_fixtures.py "$0" "$1"/*.safetensors' build-device/verify/boundary-verify "$out/fixtures"
-step nan_probe build-device/reference/boundary_nan_probe
-step emulator_vs_hardware build-device/reference/boundary_emulator_vs_hardware
+step nan_probe build-device/hardware/boundary_nan_probe
+step emulator_vs_hardware build-device/hardware/boundary_emulator_vs_hardware
 step emulator_bench build-device/reference/boundary_emulator_bench --rows 4000
 step gpu_bench build-device/kernels/bench/boundary_gpu_bench --json "$out/gpu_bench.json"
 # The peer in the same run: the plain PyTorch boundary, eager and torch.compile'd, then one table.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Re-captures the MUFU.RSQ table on the GPU of this machine (reference/capture/README.md).
-#   reference/capture/capture.sh OUT_DIR
+# Re-captures the MUFU.RSQ table on the GPU of this machine (README.md, "The MUFU.RSQ model").
+#   hardware/capture.sh OUT_DIR
 # Builds mufu_rsq_capture with nvcc alone (no project dependencies), runs it, and leaves in
 # OUT_DIR: mufu_rsq_delta.bin, provenance.json, capture.log, nvidia-smi.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/.." && pwd)
 out=${1:?usage: capture.sh OUT_DIR}
 mkdir -p "$out"
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
