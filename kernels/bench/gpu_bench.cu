@@ -18,12 +18,12 @@
 //
 // Exit codes: 0 measured (a missed target is a result, not a failure), 1 the fused kernel's bits
 // differ from the eager chain's, 2 bad arguments or constants, 3 a CUDA call failed, 77 no device.
-#include <boundary/cli.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/generate.hpp>
+#include <boundary/verify/cli.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/generate.hpp>
 #include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 #include <boundary/types.hpp>
 
 #include <CLI/CLI.hpp>

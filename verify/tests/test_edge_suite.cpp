@@ -1,7 +1,7 @@
 // The edge and fuzz suites, the edge constants, and the vacuity check against the emulator's mutants.
-#include <boundary/constants_json.hpp>
-#include <boundary/edge_rows.hpp>
-#include <boundary/edge_suite.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/edge_rows.hpp>
+#include <boundary/verify/edge_suite.hpp>
 
 #include <doctest/doctest.h>
 

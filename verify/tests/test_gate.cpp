@@ -4,10 +4,10 @@
 // report and JUnit paths run without a GPU.
 #include "temp_dir.hpp"
 
-#include <boundary/constants_json.hpp>
-#include <boundary/gate.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/gate.hpp>
 #include <boundary/reference.hpp>
-#include <boundary/replay.hpp>
+#include <boundary/verify/replay.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // Shrinking a failing row, with the emulator's mutants as the buggy implementations.
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/edge_suite.hpp>
-#include <boundary/generate.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/edge_suite.hpp>
+#include <boundary/verify/generate.hpp>
 #include <boundary/mutant_emulators.hpp>
-#include <boundary/shrink.hpp>
+#include <boundary/verify/shrink.hpp>
 
 #include <doctest/doctest.h>
 

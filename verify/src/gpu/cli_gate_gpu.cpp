@@ -2,11 +2,11 @@
 // graph replay, the all-reduce boundary of one rank, R rank processes), the fused kernel's debug build with its intermediates, and the planted bugs.
 #include "multi_process_run.hpp"
 
-#include <boundary/gate.hpp>
+#include <boundary/verify/gate.hpp>
 #include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/cuda_check.hpp>
 #include <boundary/gpu/diagnostics.hpp>
-#include <boundary/gpu_runs.hpp>
+#include <boundary/verify/gpu_runs.hpp>
 
 #include <cuda_runtime_api.h>
 

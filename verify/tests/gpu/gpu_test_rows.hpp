@@ -5,7 +5,7 @@
 #include "gpu_test_bits.hpp"
 #include "gpu_test_subjects.hpp"
 
-#include <boundary/edge_rows.hpp>
+#include <boundary/verify/edge_rows.hpp>
 #include <boundary/primitives.hpp>
 #include <boundary/results.hpp>
 

@@ -4,11 +4,11 @@
 
 #include "gpu_test_cuda.hpp"
 
-#include <boundary/constants_json.hpp>
-#include <boundary/generate.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/generate.hpp>
 #include <boundary/gpu/weight_dtype.hpp>
 #include <boundary/reference.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 
 #include <filesystem>
 #include <optional>

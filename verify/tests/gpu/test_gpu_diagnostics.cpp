@@ -6,7 +6,7 @@
 #include "gpu_test_launches.hpp"
 
 #include <boundary/gpu/device_buffer.hpp>
-#include <boundary/edge_suite.hpp>
+#include <boundary/verify/edge_suite.hpp>
 #include <boundary/gpu/diagnostics.hpp>
 #include <boundary/mutant.hpp>
 #include <boundary/results.hpp>

@@ -9,9 +9,9 @@
 #include "gpu_test_launches.hpp"
 #include "multi_process_rank.hpp"
 
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/cases.hpp>
-#include <boundary/cli_rank.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/cli_rank.hpp>
 #include <boundary/gpu/rank_launcher.hpp>
 
 #include <fstream>

@@ -10,7 +10,7 @@
 //   (expected) outputs and the replayed implementation must reproduce them.
 #pragma once
 
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 
 #include <nlohmann/json.hpp>
 

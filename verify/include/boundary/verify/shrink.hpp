@@ -8,7 +8,7 @@
 #pragma once
 
 #include <boundary/reference.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 #include <boundary/types.hpp>
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // so that the project's own kernel is judged by check and the gate's --implementation like any other.
 #pragma once
 
-#include <boundary/cli.hpp>
+#include <boundary/verify/cli.hpp>
 
 #include <filesystem>
 #include <string>

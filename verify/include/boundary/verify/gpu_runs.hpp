@@ -2,11 +2,11 @@
 // the device's description. Shared by capture, replay --gpu, the gate and the self-test.
 #pragma once
 
-#include <boundary/boundary_tensors.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
 #include <boundary/gpu/device_buffer.hpp>
 #include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
-#include <boundary/report.hpp>
+#include <boundary/verify/report.hpp>
 
 #include <cstdint>
 #include <functional>

@@ -4,7 +4,7 @@
 // and computes the whole boundary from all R of them, fused and eager, for each case file in turn.
 #pragma once
 
-#include <boundary/cli.hpp>
+#include <boundary/verify/cli.hpp>
 
 #include <filesystem>
 #include <string>

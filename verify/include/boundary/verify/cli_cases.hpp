@@ -3,8 +3,8 @@
 // emulator (TestFloat's testfloat_gen and testfloat_ver). cases.hpp has the file formats.
 #pragma once
 
-#include <boundary/cases.hpp>
-#include <boundary/cli.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/cli.hpp>
 
 #include <filesystem>
 #include <optional>

@@ -2,7 +2,7 @@
 // would see in the Muse Spark decoder, for emulate --generate and the benchmarks.
 #pragma once
 
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 #include <boundary/types.hpp>
 
 #include <cstdint>

@@ -3,8 +3,8 @@
 // hold it), its bound inputs and its recorded outputs.
 #pragma once
 
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 #include <boundary/types.hpp>
 
 #include <cstdint>

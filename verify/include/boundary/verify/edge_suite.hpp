@@ -5,7 +5,7 @@
 #pragma once
 
 #include <boundary/mutant.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 #include <boundary/types.hpp>
 
 #include <cstdint>

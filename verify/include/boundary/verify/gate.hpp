@@ -6,10 +6,10 @@
 // And `boundary-verify self-test`: the same suites against every planted bug (boundary/mutant.hpp).
 #pragma once
 
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/cli.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/cli.hpp>
 #include <boundary/mutant.hpp>
-#include <boundary/report.hpp>
+#include <boundary/verify/report.hpp>
 
 #include <filesystem>
 #include <functional>

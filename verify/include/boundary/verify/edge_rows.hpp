@@ -3,8 +3,8 @@
 // over a realistic row. Shared by the GPU tests and capture's edge fixtures.
 #pragma once
 
-#include <boundary/generate.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/generate.hpp>
+#include <boundary/verify/safetensors.hpp>
 #include <boundary/types.hpp>
 
 #include <cstdint>

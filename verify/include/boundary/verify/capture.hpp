@@ -4,7 +4,7 @@
 // emulator disagree, and says where.
 #pragma once
 
-#include <boundary/replay.hpp>
+#include <boundary/verify/replay.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -8,8 +8,8 @@
 // the case stores the stream, `new_stream` F32 [m, 8192].
 #pragma once
 
-#include <boundary/report.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/report.hpp>
+#include <boundary/verify/safetensors.hpp>
 #include <boundary/types.hpp>
 
 #include <nlohmann/json.hpp>

@@ -5,7 +5,7 @@
 // in its own temporary directory, shell-quoted: write the placeholders unquoted.
 #pragma once
 
-#include <boundary/gate.hpp>
+#include <boundary/verify/gate.hpp>
 
 #include <string>
 

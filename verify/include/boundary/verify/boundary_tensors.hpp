@@ -13,7 +13,7 @@
 #pragma once
 
 #include <boundary/reference.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 
 #include <string>
 #include <vector>

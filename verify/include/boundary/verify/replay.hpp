@@ -11,9 +11,9 @@
 // and is reported).
 #pragma once
 
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/cli.hpp>
-#include <boundary/report.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/cli.hpp>
+#include <boundary/verify/report.hpp>
 
 #include <filesystem>
 #include <functional>
