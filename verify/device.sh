@@ -40,16 +40,16 @@ step gpu_tests ctest --test-dir build-device -L gpu --output-on-failure -V
 step replay_gpu build-device/verify/boundary-verify replay fixtures/boundary/*.safetensors --gpu --report "$logs/replay_report.json"
 step capture_fixtures fixtures/capture.sh build-device/verify/boundary-verify "$out/fixtures"
 step interop bash -c 'python3 verify/interop/load_fixtures.py "$0" "$1"/*.safetensors' build-device/verify/boundary-verify "$out/fixtures"
-step nan_probe build-device/reference/boundary_nan_probe
-step emulator_vs_hardware build-device/reference/boundary_emulator_vs_hardware
+step nan_probe build-device/hardware/boundary_nan_probe
+step emulator_vs_hardware build-device/hardware/boundary_emulator_vs_hardware
 step emulator_bench build-device/reference/boundary_emulator_bench --rows 4000
-step gpu_bench build-device/kernels/bench/boundary_gpu_bench --json "$out/gpu_bench.json"
+step gpu_bench build-device/verify/bench/boundary_gpu_bench --json "$out/gpu_bench.json"
 # The peer in the same run: the plain PyTorch boundary, eager and torch.compile'd, then one table.
-step torch_peer python3 kernels/bench/torch_peer.py --constants fixtures/constants/muse-spark-post-ffn.json \
+step torch_peer python3 verify/bench/torch_peer.py --constants fixtures/constants/muse-spark-post-ffn.json \
   --json "$out/torch_peer.json"
-step bench_combined python3 kernels/bench/combine_bench.py "$out/gpu_bench.json" "$out/torch_peer.json" \
+step bench_combined python3 verify/bench/combine_bench.py "$out/gpu_bench.json" "$out/torch_peer.json" \
   --json "$out/bench_combined.json"
-step gpu_bench_one_launch build-device/kernels/bench/boundary_gpu_bench --launches 1 --rows 1,8,32,132
+step gpu_bench_one_launch build-device/verify/bench/boundary_gpu_bench --launches 1 --rows 1,8,32,132
 step sass bash -c 'cuobjdump -sass build-device/kernels/libboundary_kernels.a > "$0/kernels.sass" && verify/sass_summary.sh "$0/kernels.sass"' "$logs"
 for boundary in post-ffn post-attention; do
   step "gate_$boundary" timeout 300 build-device/verify/boundary-verify --constants "fixtures/constants/muse-spark-$boundary.json" \

@@ -2,12 +2,12 @@
 // arrays, through the same C++ as the CLI (bind_inputs checks the tensors, report::compare_tensors
 // compares them). BF16 and FP16 tensors travel as uint16 (or int16) bit views, F32 as float32 (or
 // uint32/int32 bits); nothing is converted by value, so NaN payloads and -0.0 arrive as they are.
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/cases.hpp>
-#include <boundary/cli.hpp>
-#include <boundary/constants_json.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/cli.hpp>
+#include <boundary/verify/constants_json.hpp>
 #include <boundary/reference.hpp>
-#include <boundary/report.hpp>
+#include <boundary/verify/report.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

@@ -1,5 +1,5 @@
 // rsqrt_approx_ftz_f32: the model of MUFU.RSQ built from the H200 capture (fixtures/rsqrt).
-// The device check (reference/capture, verify/device) compares it with the hardware on all
+// The device check (hardware/, verify/device.sh) compares it with the hardware on all
 // 2^32 inputs; here: its rules, and that the built-in table is the captured one.
 #include "bits.hpp"
 

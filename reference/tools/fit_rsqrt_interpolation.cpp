@@ -2,7 +2,7 @@
 // rsqrt_approx_ftz_f32, i.e. the table built into the library) and prints the table source,
 // reference/src/rsqrt_interpolated_table.cpp. With --check FILE it compares instead and exits 1 on
 // any difference (ctest: the committed table is the fit of the committed capture). For another
-// GPU: capture its table (reference/capture), rebuild, run this; a segment without exactly one
+// GPU: capture its table (hardware/), rebuild, run this; a segment without exactly one
 // solution means that GPU's unit is built otherwise.
 //
 // Per segment: the least-squares quadratic in dx seeds (c1, c2); every (c1, c2) within +-kWindow

@@ -1,7 +1,7 @@
 // libFuzzer: the constants JSON reader. What it accepts must write back (constants_to_json) to text
 // that reads as the same constants, every double bit for bit. Anything else than constants or an
 // InputError (a sanitizer report, another exception, a crash, a broken round trip) is a finding.
-#include <boundary/constants_json.hpp>
+#include <boundary/verify/constants_json.hpp>
 
 #include <cstdint>
 #include <cstdlib>

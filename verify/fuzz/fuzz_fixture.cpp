@@ -10,7 +10,7 @@
 // hashes the header, not the data, and runs several times faster. Every file stays reachable (n = 0
 // is the file itself; a padded input whose file part exceeds 64 KiB, or n 8 MiB, is skipped), the
 // extent checks included (n is mutated like any other byte).
-#include <boundary/fixture_metadata.hpp>
+#include <boundary/verify/fixture_metadata.hpp>
 
 #include <sanitizer/asan_interface.h>
 

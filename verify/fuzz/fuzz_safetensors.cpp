@@ -2,8 +2,8 @@
 // binding of its tensors to the boundary's inputs under both stock constants. A file that parses
 // must serialize back to bytes that parse to the same file. Anything else than a parsed file or an
 // InputError (a sanitizer report, another exception, a crash, a broken round trip) is a finding.
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/constants_json.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/constants_json.hpp>
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,9 +1,9 @@
 // boundary-verify emulate, driven through its options struct (no argv).
 #include "temp_dir.hpp"
 
-#include <boundary/cli.hpp>
+#include <boundary/verify/cli.hpp>
 #include <boundary/primitives.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 
 #include <doctest/doctest.h>
 

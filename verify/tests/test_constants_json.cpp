@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "boundary/constants_json.hpp"
+#include "boundary/verify/constants_json.hpp"
 
 namespace {
 

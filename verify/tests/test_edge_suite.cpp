@@ -1,14 +1,15 @@
 // The edge and fuzz suites, the edge constants, and the vacuity check against the emulator's mutants.
-#include <boundary/constants_json.hpp>
-#include <boundary/edge_rows.hpp>
-#include <boundary/edge_suite.hpp>
 #include <boundary/mutant_emulators.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/edge_rows.hpp>
+#include <boundary/verify/edge_suite.hpp>
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -20,6 +21,18 @@ Constants stock(const char* name) {
   return read_constants(std::string(BOUNDARY_SOURCE_DIR "/fixtures/constants/muse-spark-") + name + ".json");
 }
 const char* const kStock[] = {"post-attention", "post-ffn"};
+// The sanitizer build runs the emulator 10 to 15 times slower: the emulator-heavy cases check two
+// of the four (stock constants, stream dtype) pairs, post-attention with F32 and post-ffn with BF16;
+// the Release build checks all four.
+bool checked(std::size_t stock, StreamDtype dtype) {
+#ifdef BOUNDARY_SANITIZED
+  return (stock == 0) == (dtype == StreamDtype::f32);
+#else
+  (void)stock;
+  (void)dtype;
+  return true;
+#endif
+}
 unsigned cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 bool has_family(const suite::Suite& s, const std::string& prefix) {
@@ -79,8 +92,10 @@ TEST_CASE("edge gates and weights sit in their columns; the other columns keep r
 }
 
 TEST_CASE("tie rows: y, res and o land exactly halfway between two BF16 values (checked through the emulator)") {
-  for (const char* name : kStock)
+  for (std::size_t i = 0; i < std::size(kStock); ++i)
     for (const StreamDtype dtype : {StreamDtype::f32, StreamDtype::bf16}) {
+      if (!checked(i, dtype)) continue;
+      const char* const name = kStock[i];
       const Constants c = stock(name);
       const suite::Suite s = suite::make_edge_suite(c, 1, 11, dtype);
       const suite::TieRows ties = suite::count_tie_rows(c, s.inputs);
@@ -98,8 +113,10 @@ TEST_CASE("tie rows: y, res and o land exactly halfway between two BF16 values (
 }
 
 TEST_CASE("vacuity: the level-1 suite catches every emulator mutant, for both stock constants and stream dtypes") {
-  for (const char* name : kStock)
+  for (std::size_t i = 0; i < std::size(kStock); ++i)
     for (const StreamDtype dtype : {StreamDtype::f32, StreamDtype::bf16}) {
+      if (!checked(i, dtype)) continue;
+      const char* const name = kStock[i];
       const Constants c = stock(name);
       const suite::Suite s = suite::make_edge_suite(c, 1, 1, dtype);
       const auto start = std::chrono::steady_clock::now();

@@ -3,9 +3,9 @@
 // a space and a quote reach the command as one word each.
 #include "temp_dir.hpp"
 
-#include <boundary/constants_json.hpp>
-#include <boundary/external.hpp>
-#include <boundary/generate.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/external.hpp>
+#include <boundary/verify/generate.hpp>
 
 #include <doctest/doctest.h>
 

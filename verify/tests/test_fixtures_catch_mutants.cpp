@@ -2,9 +2,9 @@
 // emulator twins of the planted bugs: each twin, replayed on every fixture, must differ from the
 // hardware's bits somewhere, or these fixtures could not tell that bug from the contract. The
 // production build must match every fixture, so that a twin's mismatches are its bug's alone.
-#include <boundary/fixture_metadata.hpp>
+#include <boundary/verify/fixture_metadata.hpp>
 #include <boundary/mutant_emulators.hpp>
-#include <boundary/safetensors.hpp>
+#include <boundary/verify/safetensors.hpp>
 
 #include <doctest/doctest.h>
 

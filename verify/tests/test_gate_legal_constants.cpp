@@ -5,10 +5,10 @@
 // caught by the edge suite and every other one reported not applicable, never failing the gate.
 #include "temp_dir.hpp"
 
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/edge_suite.hpp>
-#include <boundary/gate.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/edge_suite.hpp>
+#include <boundary/verify/gate.hpp>
 #include <boundary/mutant_emulators.hpp>
 #include <boundary/results.hpp>
 

@@ -1,7 +1,7 @@
 // The realistic input generator (contract section 9).
-#include <boundary/constants_json.hpp>
-#include <boundary/edge_rows.hpp>
-#include <boundary/generate.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/edge_rows.hpp>
+#include <boundary/verify/generate.hpp>
 #include <boundary/primitives.hpp>
 
 #include <doctest/doctest.h>

@@ -4,12 +4,12 @@
 // each (exit codes, messages, untouched files) is verify/tests/malformed_inputs.sh.
 #include "temp_dir.hpp"
 
-#include <boundary/cli.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/gate.hpp>
-#include <boundary/generate.hpp>
-#include <boundary/input_limits.hpp>
-#include <boundary/replay.hpp>
+#include <boundary/verify/cli.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/gate.hpp>
+#include <boundary/verify/generate.hpp>
+#include <boundary/verify/input_limits.hpp>
+#include <boundary/verify/replay.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -3,11 +3,11 @@
 // nothing, and every planted bit flip must be found exactly where it was planted.
 #include "temp_dir.hpp"
 
-#include <boundary/constants_json.hpp>
-#include <boundary/generate.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/generate.hpp>
 #include <boundary/reference.hpp>
-#include <boundary/replay.hpp>
-#include <boundary/report.hpp>
+#include <boundary/verify/replay.hpp>
+#include <boundary/verify/report.hpp>
 
 #include <doctest/doctest.h>
 

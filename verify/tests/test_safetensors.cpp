@@ -1,4 +1,4 @@
-#include "boundary/safetensors.hpp"
+#include "boundary/verify/safetensors.hpp"
 
 #include <doctest/doctest.h>
 

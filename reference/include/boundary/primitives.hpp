@@ -15,7 +15,7 @@
 namespace boundary::ref {
 
 // ---- The target's NaN rules: the one place they live (measured on an H200 by
-// reference/capture/nan_probe.cu, every NaN input pattern of each operation).
+// hardware/nan_probe.cu, every NaN input pattern of each operation).
 inline constexpr std::uint32_t kNanF32 = 0x7FFFFFFFu;  // any NaN result of FP32 add/mul/fma and cvt.f32.f16
 inline constexpr std::uint16_t kNanBf16 = 0x7FFFu;     // any NaN result of cvt.rn.bf16.f32
 inline constexpr std::uint16_t kNanF16 = 0x7FFFu;      // any NaN result of cvt.rn.f16.f32

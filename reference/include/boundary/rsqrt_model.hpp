@@ -1,7 +1,7 @@
 // The model of rsqrt.approx.ftz.f32 (SASS MUFU.RSQ) on sm_90, contract section 2.
 //
 // The hardware's values on [1, 4) are a table of 2^24 results captured from an H200
-// (reference/capture/mufu_rsq_capture.cu). Every other input follows from that table by the
+// (hardware/mufu_rsq_capture.cu). Every other input follows from that table by the
 // scaling and special-value rules below; the capture program checks those rules against the
 // hardware for all 2^32 inputs. This header is shared by the emulator (host) and the capture
 // program (device), so both apply one rule.

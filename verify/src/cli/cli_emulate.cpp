@@ -1,13 +1,13 @@
 // boundary-verify emulate: the contract's emulator on a file of inputs (or generated ones),
 // written as safetensors with the outputs and, on request, every intermediate.
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/cases.hpp>
-#include <boundary/cli.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/generate.hpp>
-#include <boundary/input_limits.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/cli.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/generate.hpp>
+#include <boundary/verify/input_limits.hpp>
 #include <boundary/reference.hpp>
-#include <boundary/version.hpp>
+#include <boundary/verify/version.hpp>
 
 #include <CLI/CLI.hpp>
 

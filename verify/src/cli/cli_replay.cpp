@@ -1,9 +1,9 @@
 // boundary-verify replay: each fixture's inputs through the emulator (and, with --gpu, the GPU
 // hook's kernels), every output element compared bit for bit with the recorded one.
-#include <boundary/atomic_file.hpp>
-#include <boundary/fixture_metadata.hpp>
-#include <boundary/input_limits.hpp>
-#include <boundary/replay.hpp>
+#include <boundary/verify/atomic_file.hpp>
+#include <boundary/verify/fixture_metadata.hpp>
+#include <boundary/verify/input_limits.hpp>
+#include <boundary/verify/replay.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -1,16 +1,16 @@
 // boundary-verify: the toolkit's command line. Errors go to stderr with the exit codes of
 // boundary::cli::ExitCode; results to stdout.
-#include <boundary/cli.hpp>
-#include <boundary/cli_cases.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/gate.hpp>
-#include <boundary/replay.hpp>
+#include <boundary/verify/cli.hpp>
+#include <boundary/verify/cli_cases.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/gate.hpp>
+#include <boundary/verify/replay.hpp>
 #include <boundary/types.hpp>
-#include <boundary/version.hpp>
+#include <boundary/verify/version.hpp>
 #if BOUNDARY_WITH_GPU
-#include <boundary/capture.hpp>
-#include <boundary/cli_kernel.hpp>
-#include <boundary/cli_rank.hpp>
+#include <boundary/verify/capture.hpp>
+#include <boundary/verify/cli_kernel.hpp>
+#include <boundary/verify/cli_rank.hpp>
 #include <boundary/gpu/rank_ipc.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #endif

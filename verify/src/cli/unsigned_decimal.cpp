@@ -1,6 +1,6 @@
 // io::unsigned_decimal (boundary/input_limits.hpp) apart from the file limits: only the command
 // line's sources compile CLI11, the parsers (and their fuzz harnesses) do not.
-#include <boundary/input_limits.hpp>
+#include <boundary/verify/input_limits.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -1,10 +1,10 @@
-#include <boundary/cases.hpp>
+#include <boundary/verify/cases.hpp>
 
 #include "cli_gate_parts.hpp"
 
-#include <boundary/constants_json.hpp>
-#include <boundary/generate.hpp>
-#include <boundary/version.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/generate.hpp>
+#include <boundary/verify/version.hpp>
 
 #include <algorithm>
 #include <cstdio>

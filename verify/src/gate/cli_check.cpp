@@ -2,10 +2,10 @@
 // the emulator's, reported as the gate reports (same schema, summary, JUnit and exit codes).
 #include "cli_gate_parts.hpp"
 
-#include <boundary/atomic_file.hpp>
-#include <boundary/cli_cases.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/junit.hpp>
+#include <boundary/verify/atomic_file.hpp>
+#include <boundary/verify/cli_cases.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/junit.hpp>
 
 #include <CLI/CLI.hpp>
 

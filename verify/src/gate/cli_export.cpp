@@ -1,9 +1,9 @@
 // boundary-verify export: the gate's suites as case files and their manifest.
-#include <boundary/atomic_file.hpp>
-#include <boundary/cli_cases.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/report.hpp>
-#include <boundary/version.hpp>
+#include <boundary/verify/atomic_file.hpp>
+#include <boundary/verify/cli_cases.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/report.hpp>
+#include <boundary/verify/version.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -3,13 +3,13 @@
 // first one shrunk; the vacuity of the edge suites; the committed fixtures replayed.
 #include "cli_gate_parts.hpp"
 
-#include <boundary/atomic_file.hpp>
-#include <boundary/cases.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/external.hpp>
-#include <boundary/input_limits.hpp>
-#include <boundary/junit.hpp>
-#include <boundary/replay.hpp>
+#include <boundary/verify/atomic_file.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/external.hpp>
+#include <boundary/verify/input_limits.hpp>
+#include <boundary/verify/junit.hpp>
+#include <boundary/verify/replay.hpp>
 
 #include <CLI/CLI.hpp>
 

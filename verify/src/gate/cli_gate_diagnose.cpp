@@ -3,9 +3,9 @@
 // a minimal fixture that `boundary-verify replay` reproduces.
 #include "cli_gate_parts.hpp"
 
-#include <boundary/constants_json.hpp>
-#include <boundary/shrink.hpp>
-#include <boundary/version.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/shrink.hpp>
+#include <boundary/verify/version.hpp>
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #include "cli_gate_parts.hpp"
 
-#include <boundary/fixture_metadata.hpp>
+#include <boundary/verify/fixture_metadata.hpp>
 #include <boundary/mutant_emulators.hpp>
 #include <boundary/primitives.hpp>
 

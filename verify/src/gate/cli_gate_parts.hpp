@@ -2,8 +2,8 @@
 // (cli_gate_diagnose.cpp) and the self-test (cli_gate_self_test.cpp).
 #pragma once
 
-#include <boundary/edge_suite.hpp>
-#include <boundary/gate.hpp>
+#include <boundary/verify/edge_suite.hpp>
+#include <boundary/verify/gate.hpp>
 
 #include <chrono>
 #include <memory>

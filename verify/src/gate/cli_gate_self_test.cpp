@@ -4,9 +4,9 @@
 // committed fixtures and on the edge suites.
 #include "cli_gate_parts.hpp"
 
-#include <boundary/constants_json.hpp>
-#include <boundary/fixture_metadata.hpp>
-#include <boundary/input_limits.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/fixture_metadata.hpp>
+#include <boundary/verify/input_limits.hpp>
 #include <boundary/mutant_emulators.hpp>
 
 #include <CLI/CLI.hpp>

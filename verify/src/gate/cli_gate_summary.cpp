@@ -1,5 +1,5 @@
 // The gate's one-screen summary for a human, from its report.
-#include <boundary/gate.hpp>
+#include <boundary/verify/gate.hpp>
 
 #include <map>
 #include <sstream>

@@ -1,7 +1,7 @@
 // The gate's --implementation CMD: each run writes the rows as a case file in this tool's own
 // temporary directory, runs CMD through /bin/sh, and reads back what it wrote.
-#include <boundary/cases.hpp>
-#include <boundary/external.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/external.hpp>
 
 #include <fcntl.h>
 #include <spawn.h>

@@ -1,15 +1,15 @@
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/capture.hpp>
-#include <boundary/cli.hpp>
-#include <boundary/constants_json.hpp>
-#include <boundary/edge_rows.hpp>
-#include <boundary/edge_suite.hpp>
-#include <boundary/generate.hpp>
-#include <boundary/gpu_runs.hpp>
-#include <boundary/input_limits.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/capture.hpp>
+#include <boundary/verify/cli.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/edge_rows.hpp>
+#include <boundary/verify/edge_suite.hpp>
+#include <boundary/verify/generate.hpp>
+#include <boundary/verify/gpu_runs.hpp>
+#include <boundary/verify/input_limits.hpp>
 #include <boundary/reference.hpp>
-#include <boundary/replay.hpp>
-#include <boundary/version.hpp>
+#include <boundary/verify/replay.hpp>
+#include <boundary/verify/version.hpp>
 
 #include <CLI/CLI.hpp>
 

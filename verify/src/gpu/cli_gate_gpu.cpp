@@ -3,11 +3,11 @@
 // rank processes), the fused kernels' debug builds with their intermediates, and the planted bugs.
 #include "multi_process_run.hpp"
 
-#include <boundary/gate.hpp>
+#include <boundary/verify/gate.hpp>
 #include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/cuda_check.hpp>
 #include <boundary/gpu/diagnostics.hpp>
-#include <boundary/gpu_runs.hpp>
+#include <boundary/verify/gpu_runs.hpp>
 
 #include <cuda_runtime_api.h>
 

@@ -1,9 +1,9 @@
 // boundary-verify kernel: this project's kernels as an external implementation, driven through the
 // same path as any other (`--implementation 'boundary-verify kernel --inputs {inputs} --output
 // {output}'`): a case file in, its outputs out, no comparison here (check and the gate compare).
-#include <boundary/cases.hpp>
-#include <boundary/cli_kernel.hpp>
-#include <boundary/gpu_runs.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/cli_kernel.hpp>
+#include <boundary/verify/gpu_runs.hpp>
 
 #include <CLI/CLI.hpp>
 

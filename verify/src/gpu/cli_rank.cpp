@@ -2,11 +2,11 @@
 // read, bound and readied first; then the rank group's rendezvous; then per case one protocol
 // step (wait_writable, this rank's partial copied in, arrive, fused + eager, depart), its
 // outputs checked for a peer failure and written.
-#include <boundary/cases.hpp>
-#include <boundary/cli_rank.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/cli_rank.hpp>
 #include <boundary/gpu/cuda_check.hpp>
 #include <boundary/gpu/rank_ipc.hpp>
-#include <boundary/gpu_runs.hpp>
+#include <boundary/verify/gpu_runs.hpp>
 
 #include <CLI/CLI.hpp>
 

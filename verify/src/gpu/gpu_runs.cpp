@@ -1,6 +1,6 @@
-#include <boundary/gpu_runs.hpp>
+#include <boundary/verify/gpu_runs.hpp>
 
-#include <boundary/fixture_metadata.hpp>
+#include <boundary/verify/fixture_metadata.hpp>
 #include <boundary/gpu/cuda_check.hpp>
 #include <boundary/gpu/weight_dtype.hpp>
 

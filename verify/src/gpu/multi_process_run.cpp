@@ -2,8 +2,8 @@
 // this executable's `rank` subcommand started on it, their outputs read back and compared.
 #include "multi_process_run.hpp"
 
-#include <boundary/cases.hpp>
-#include <boundary/cli_rank.hpp>
+#include <boundary/verify/cases.hpp>
+#include <boundary/verify/cli_rank.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 #include <boundary/gpu/rank_launcher.hpp>
 

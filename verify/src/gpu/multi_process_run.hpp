@@ -2,7 +2,7 @@
 // `boundary-verify rank` on this machine's GPU, the bound rows split over them.
 #pragma once
 
-#include <boundary/gate.hpp>
+#include <boundary/verify/gate.hpp>
 
 namespace boundary::cli {
 

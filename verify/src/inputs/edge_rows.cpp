@@ -1,4 +1,4 @@
-#include <boundary/edge_rows.hpp>
+#include <boundary/verify/edge_rows.hpp>
 #include <boundary/primitives.hpp>
 
 #include <bit>

@@ -1,5 +1,5 @@
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/generate.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/generate.hpp>
 #include <boundary/primitives.hpp>
 
 #include <algorithm>

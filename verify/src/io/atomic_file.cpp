@@ -1,4 +1,4 @@
-#include "boundary/atomic_file.hpp"
+#include "boundary/verify/atomic_file.hpp"
 
 #include <boundary/types.hpp>
 

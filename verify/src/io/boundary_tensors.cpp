@@ -1,4 +1,4 @@
-#include <boundary/boundary_tensors.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
 
 #include <algorithm>
 #include <cstring>

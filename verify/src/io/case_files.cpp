@@ -1,7 +1,7 @@
 // A case file's metadata and an implementation's outputs file (cases.hpp).
-#include <boundary/cases.hpp>
+#include <boundary/verify/cases.hpp>
 
-#include <boundary/constants_json.hpp>
+#include <boundary/verify/constants_json.hpp>
 
 namespace boundary::cases {
 

@@ -1,6 +1,6 @@
 // The constants file's documentation, written from the field table so that the README's table
 // (checked against this by test_constants_json) and --help cannot drift from the reader.
-#include "boundary/constants_json.hpp"
+#include "boundary/verify/constants_json.hpp"
 
 #include <algorithm>
 #include <string_view>

@@ -1,8 +1,8 @@
 // The constants file (see constants_json.hpp for the schema). Strict on purpose: a typo in a key
 // or a value silently replaced by a default would change bits with nobody told.
-#include "boundary/constants_json.hpp"
+#include "boundary/verify/constants_json.hpp"
 
-#include "boundary/input_limits.hpp"
+#include "boundary/verify/input_limits.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
-#include <boundary/fixture_metadata.hpp>
+#include <boundary/verify/fixture_metadata.hpp>
 
-#include <boundary/constants_json.hpp>
+#include <boundary/verify/constants_json.hpp>
 
 #include <sstream>
 #include <utility>

@@ -1,4 +1,4 @@
-#include <boundary/input_limits.hpp>
+#include <boundary/verify/input_limits.hpp>
 #include <boundary/types.hpp>
 
 #include <fcntl.h>

@@ -1,7 +1,7 @@
-#include "boundary/safetensors.hpp"
+#include "boundary/verify/safetensors.hpp"
 
-#include "boundary/atomic_file.hpp"
-#include "boundary/input_limits.hpp"
+#include "boundary/verify/atomic_file.hpp"
+#include "boundary/verify/input_limits.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include <boundary/junit.hpp>
+#include <boundary/verify/junit.hpp>
 
 #include <map>
 #include <sstream>

@@ -1,7 +1,7 @@
-#include <boundary/report.hpp>
+#include <boundary/verify/report.hpp>
 
 #include <boundary/types.hpp>
-#include <boundary/version.hpp>
+#include <boundary/verify/version.hpp>
 
 #include <unistd.h>
 

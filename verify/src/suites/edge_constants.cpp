@@ -1,7 +1,7 @@
 // Edge constants: the variants of a constants file that move the arithmetic's corner cases
 // (eps 0 and tiny, both gain centres, every weight dtype, fused squares).
-#include <boundary/constants_json.hpp>
-#include <boundary/edge_suite.hpp>
+#include <boundary/verify/constants_json.hpp>
+#include <boundary/verify/edge_suite.hpp>
 
 #include <limits>
 

@@ -3,7 +3,7 @@
 // ask the emulator for the row's own norm factors while the row is built).
 #pragma once
 
-#include <boundary/edge_rows.hpp>
+#include <boundary/verify/edge_rows.hpp>
 #include <boundary/primitives.hpp>
 #include <boundary/reference.hpp>
 

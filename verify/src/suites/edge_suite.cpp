@@ -1,13 +1,13 @@
 // The edge suite: named row families laid over realistic rows (edge_rows.hpp), with edge gates and
 // weights in fixed columns. The families that need the row's own norm factors (BF16 ties, FPRev
 // rows) are edge_ties.cpp's; what both files share is edge_families.hpp.
-#include <boundary/edge_suite.hpp>
+#include <boundary/verify/edge_suite.hpp>
 
 #include "edge_families.hpp"
 #include "order_rows.hpp"
 
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/edge_rows.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/edge_rows.hpp>
 #include <boundary/primitives.hpp>
 #include <boundary/reference.hpp>
 #include <boundary/results.hpp>

@@ -1,10 +1,10 @@
 // The fuzz suite and the operand specials: realistic rows (contract section 9) with random bit
 // patterns, and gates or weights holding NaN and infinity in one column.
-#include <boundary/edge_suite.hpp>
+#include <boundary/verify/edge_suite.hpp>
 
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/edge_rows.hpp>
-#include <boundary/generate.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/edge_rows.hpp>
+#include <boundary/verify/generate.hpp>
 
 #include <cstring>
 #include <string>

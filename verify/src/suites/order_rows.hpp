@@ -6,7 +6,7 @@
 // tie to break, which a norm without a rounded gain often does not admit.
 #pragma once
 
-#include <boundary/edge_rows.hpp>
+#include <boundary/verify/edge_rows.hpp>
 #include <boundary/types.hpp>
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-#include <boundary/shrink.hpp>
+#include <boundary/verify/shrink.hpp>
 
-#include <boundary/boundary_tensors.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
 
 #include <algorithm>
 #include <bit>

@@ -1,6 +1,6 @@
 // The vacuity check: a suite is worth running only if the planted bugs change its outputs.
-#include <boundary/boundary_tensors.hpp>
-#include <boundary/edge_suite.hpp>
+#include <boundary/verify/boundary_tensors.hpp>
+#include <boundary/verify/edge_suite.hpp>
 #include <boundary/mutant.hpp>
 #include <boundary/mutant_emulators.hpp>
 #include <boundary/results.hpp>
