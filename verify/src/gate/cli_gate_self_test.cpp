@@ -166,10 +166,8 @@ nlohmann::json run_self_test(const SelfTestOptions& o, int* exit_code) {
     const bool twin = has_emulator_twin(m);
     // Survives: a half that ran caught it in no row although it applies to that half's constants
     // (fixtures: none recorded means no claim).
-    // (fixture_capture_pending: the committed captures predate its rows.)
-    const bool pending = fixture_capture_pending(m);
     const bool survives = (gpu == "run" && on_gpu.survives(m)) ||
-                          (twin && ((on_fixtures.survives(m) && !pending) || on_edge.survives(m)));
+                          (twin && (on_fixtures.survives(m) || on_edge.survives(m)));
     if (survives) survivors.push_back(std::string(mutant_name(m)));
     // Not applicable: to no run of a half that ran (the fixtures under their own constants and rank
     // counts, the edge suites with a branch, the GPU's runs).
@@ -189,7 +187,6 @@ nlohmann::json run_self_test(const SelfTestOptions& o, int* exit_code) {
                     {"emulator_twin", twin},
                     {"fixture_rows_caught", twin ? count_or_null(on_fixtures, m) : nlohmann::json(nullptr)},
                     {"edge_rows_caught", twin ? count_or_null(on_edge, m) : nlohmann::json(nullptr)},
-                    {"fixture_capture_pending", pending},
                     {"caught", !survives}});
   }
   const int rc = !survivors.empty() ? kMismatch : gpu == "run" ? kSuccess : kNoDevice;
@@ -215,7 +212,6 @@ std::string format_self_test(const nlohmann::json& r) {
     o << "  " << name << std::string(name.size() < 26 ? 26 - name.size() : 1, ' ') << cell("gpu", "gpu_rows_caught")
       << std::string(11, ' ') << cell("fixtures", "fixture_rows_caught") << std::string(29, ' ')
       << cell("edge", "edge_rows_caught") << (m["caught"].get<bool>() ? "" : "   SURVIVES");
-    if (m["fixture_capture_pending"].get<bool>()) o << "   (fixtures: capture pending)";
     if (m["not_applicable"].is_string()) o << "   not applicable: " << m["not_applicable"].get<std::string>();
     o << "\n";
   }

@@ -14,15 +14,6 @@
 
 namespace boundary {
 
-// Planted bugs whose catching rows the edge suite has but no committed hardware capture holds yet:
-// the edge-suite fixtures must be captured again on a GPU (README, "Planted bugs"). Until then the
-// self-test does not count their fixture column against the suites (the GPU and edge columns
-// still must catch them), and test_fixtures_catch_mutants fails as soon as a committed capture
-// catches one, so that the entry leaves this list with its reason. fragment_order: captured on the
-// H200 on 2026-12-03 (6 fixture rows caught it in that self-test), but the files did not come back
-// from the device machine.
-inline bool fixture_capture_pending(Mutant m) { return m == Mutant::fragment_order; }
-
 // __metadata__ "constants" (the JSON, as emulate and capture write it), checked like a constants
 // file; an InputError naming `name` when it is missing or bad.
 Constants fixture_constants(const safetensors::File& file, const std::string& name);
