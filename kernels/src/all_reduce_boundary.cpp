@@ -71,12 +71,12 @@ void AllReduceBoundary::check(std::span<const TensorView> partials, const Tensor
   check_stream_and_outputs(stream, outputs, partials[0].shape);
 }
 
-// From boundary_gpu_bench on the H200 (2026-12-03 19:50 UTC, R = 8, F32 stream stored, us, with
-// warp totals crossing CTAs): cluster up to m = 132 (1.96 / 2.03 / 2.83 / 7.51 at m = 1 / 8 / 32 /
-// 132; quad 3.64 / 3.69 / 4.30 / 11.16, pair 4.34 / 4.40 / 4.48 / 9.08), quad above (64.26 / 472.54
-// at m = 1024 / 8192; cluster 64.88 / 488.85, pair 78.65 / 571.78).
+// From boundary_gpu_bench on the H200 (2026-12-04 18:05 UTC, R = 8, F32 stream stored, us; cluster
+// / pair / quad): m = 1 1.96 / 4.31 / 3.76, 132 7.49 / 8.32 / 10.76, 160 10.48 / 12.76 / 11.32,
+// 200 12.61 / 18.86 / 14.62, 264 18.70 / 22.03 / 19.06, 1024 65.30 / 75.59 / 58.64, 8192 490.36 /
+// 537.54 / 422.19: cluster up to twice the SM count, quad above.
 Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
-  const Layout layout = m <= sm_count_ ? Layout::cluster : Layout::quad;
+  const Layout layout = m <= 2 * static_cast<std::int64_t>(sm_count_) ? Layout::cluster : Layout::quad;
   return Variant{stream, store_stream, m > sm_count_, pdl, layout};
 }
 

@@ -78,14 +78,19 @@ Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store
   return Variant{stream, store_stream, m > sm_count_, pdl, layout_for(m)};
 }
 
-// From boundary_gpu_bench on the H200 (2026-12-03 19:50 UTC, F32 stream stored, us, with warp
-// totals crossing CTAs): the cluster layout up to m = 32 (1.66 / 1.75 / 2.31 at m = 1 / 8 / 32;
-// quad 2.35 / 2.39 / 3.03, pair 2.83 / 2.88 / 3.00, cta 3.62 / 3.72 / 3.86), pair at m = 132 (5.11;
-// cta 5.23, cluster 5.37), cta from m = 1024 (31.16 / 214.58 at m = 1024 / 8192; pair 31.24 /
-// 216.48).
+// From boundary_gpu_bench on the H200 (2026-12-04 18:05 UTC, F32 stream stored, us; each layout
+// forced at m = 1 / 32 / 64 / 80 / 96 / 112 / 132 / 160 / 200 / 264 / 1024 / 8192):
+//   cluster 1.66 / 2.32 / 3.29 / 3.69 / 3.88 / 3.99 / 5.52 / 6.56 / 7.46 / 9.59 / 34.95 / 255.91
+//   cta     3.80 / 3.92 / 4.05 / 4.43 / 4.50 / 4.53 / 4.76 / 7.44 / 7.48 / 7.50 / 30.00 / 215.57
+//   pair    3.00 / 3.12 / 3.48 / 4.43 / 4.53 / 4.62 / 4.91 / 8.00 / 8.03 / 8.12 / 30.38 / 216.21
+// The cluster layout (8 CTAs a row, not persistent) wins while its CTAs leave an SM room for the
+// next boundary's (up to 7/8 of the SM count) and in the second wave's first half (one row a
+// cluster, against two rows for some persistent CTAs); cta, one row a CTA, at the SM count and
+// from 3/2 of it on.
 Layout BoundaryBase::layout_for(std::int64_t m) const {
-  if (m <= 32) return Layout::cluster;
-  return m <= 2 * sm_count_ ? Layout::pair : Layout::cta;
+  const std::int64_t sms = sm_count_;
+  if (8 * m <= 7 * sms || (m > sms && 2 * m <= 3 * sms)) return Layout::cluster;
+  return Layout::cta;
 }
 
 void DraftBoundary::prepare(const Variant& variant, cudaStream_t stream) {

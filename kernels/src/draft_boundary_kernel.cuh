@@ -38,12 +38,14 @@ inline constexpr int kMaxStages = 8;
 
 // A CTA's shared memory before its ring of stages: the gammas of its columns (computed once per
 // CTA; shared memory as room the registers lack), the row sums' scratch (two alternating ones on
-// a cluster, cluster_row_sum) and one barrier a stage.
+// a cluster, cluster_row_sum) and two barriers a stage: its branch (the partials) landed, its
+// stream landed. The post norm needs only the branch, so it starts while the stream, two thirds
+// of a row's bytes with an F32 stream, is still on its way.
 template <int kCtas>
 struct RingShared {
   float post_gamma[kH / kCtas], pre_gamma[kH / kCtas];
   std::conditional_t<kCtas == 1, FragmentSumScratch, ClusterSumScratch<kCtas>> sum[kCtas == 1 ? 1 : 2];
-  std::uint64_t landed[kMaxStages];
+  std::uint64_t branch_landed[kMaxStages], stream_landed[kMaxStages];
 };
 template <int kCtas>
 inline constexpr std::uint32_t kRingFixedBytes = (sizeof(RingShared<kCtas>) + 127) / 128 * 128;
@@ -96,10 +98,14 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   // Starts the copies of this CTA's slice of row `row` into stage `slot`; called by warp 0, whose
   // lanes issue one copy each: (R + 1) tensors of kSegments runs, up to 36 on a quad with 8
   // partials, which one thread issuing alone made the wait of every row sum.
+  const std::uint32_t branch_bytes = static_cast<std::uint32_t>(ranks) * kSlice * 2;
   const auto load_row = [&](std::int64_t row, int slot) {
     unsigned char* st = stage(slot);
     const int lane = static_cast<int>(threadIdx.x);
-    if (lane == 0) barrier_arrive_expect_bytes(&sh.landed[slot], stage_bytes);
+    if (lane == 0) {
+      barrier_arrive_expect_bytes(&sh.branch_landed[slot], branch_bytes);
+      barrier_arrive_expect_bytes(&sh.stream_landed[slot], stage_bytes - branch_bytes);
+    }
 #pragma unroll 1
     for (int c = lane; c < (ranks + 1) * kSegments; c += 32) {
       // Tensor r (r = R: the stream), run k: the row's columns kThreads kVec k + kSegment part
@@ -108,39 +114,44 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
       const std::size_t at = static_cast<std::size_t>(row) * kH + kThreads * kVec * k + kSegment * part;
       const int to = k * kSegment;
       if (r < ranks)
-        bulk_copy_to_shared(st + (r * kSlice + to) * 2, partial(r) + at, kSegment * 2, &sh.landed[slot]);
+        bulk_copy_to_shared(st + (r * kSlice + to) * 2, partial(r) + at, kSegment * 2, &sh.branch_landed[slot]);
       else
         bulk_copy_to_shared(st + ranks * kSlice * 2 + to * sizeof(Stream), static_cast<const Stream*>(p.stream) + at,
-                            kSegment * sizeof(Stream), &sh.landed[slot]);
+                            kSegment * sizeof(Stream), &sh.stream_landed[slot]);
     }
   };
-  // This thread's fragment of a landed stage: the branch (all-reduced) in x, the stream in s.
-  const auto read_stage = [&](int slot, float (&x)[kVec], float (&s)[kVec]) {
+  // This thread's fragment of a landed stage: the branch (all-reduced) in x; the stream in s.
+  const auto read_branch = [&](int slot, float (&x)[kVec]) {
     const unsigned char* st = stage(slot);
     const auto rank = [&](int r) { return *reinterpret_cast<const uint4*>(st + r * kSlice * 2 + local * 2); };
     if constexpr (kOneRank) unpack_bf16x8(rank(0), x);  // one rank: P_0 unchanged
     else all_reduce_fragment(ranks, rank, x);
-    const unsigned char* stream = st + ranks * kSlice * 2;
+  };
+  const auto read_stream = [&](int slot, float (&s)[kVec]) {
+    const unsigned char* stream = stage(slot) + ranks * kSlice * 2;
     if constexpr (kStreamF32) read_f32x8(reinterpret_cast<const float*>(stream) + local, s);
     else unpack_bf16x8(*reinterpret_cast<const uint4*>(reinterpret_cast<const std::uint16_t*>(stream) + local), s);
   };
 
   const int stages = p.stages;
   if (threadIdx.x == 0) {
-    for (int i = 0; i < stages; ++i) barrier_init(&sh.landed[i], 1);
+    for (int i = 0; i < stages; ++i) barrier_init(&sh.branch_landed[i], 1), barrier_init(&sh.stream_landed[i], 1);
     if constexpr (kCtas > 1) cluster_sum_init(sh.sum[0]), cluster_sum_init(sh.sum[1]);
     fence_proxy_async_shared();
   }
   if constexpr (kCtas > 1) cluster_arrive_started();
+  // The gates and weights: loads issued (before the PDL wait unless late), their latency taken
+  // only after the first rows' copies are under way, when the gammas are computed. A thread
+  // stores and reads only its own columns' gammas: no barrier between.
   float alpha[kVec], beta[kVec];
+  WeightFragment post_weight{}, pre_weight{};
   const bool late = p.late_gates;
   const auto load_gates = [&] {
     const int c = gate_column(column, late);
     load_f32x8(p.alpha + c, alpha);
     load_f32x8(p.beta + c, beta);
-    float g[kVec];
-    if (has_weight(p.post)) load_gamma(p.post, c, g), store_f32x8(sh.post_gamma + local, g);
-    if (has_weight(p.pre)) load_gamma(p.pre, c, g), store_f32x8(sh.pre_gamma + local, g);
+    if (has_weight(p.post)) post_weight = load_weight(p.post, c);
+    if (has_weight(p.pre)) pre_weight = load_weight(p.pre, c);
   };
   if (!late) load_gates();
   __syncthreads();  // the barriers are initialised
@@ -151,6 +162,11 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     for (int i = 0; i < stages; ++i)
       if (first + i * step < p.rows) load_row(first + i * step, i);
   if (late) load_gates();  // while the first rows' copies are under way
+  {
+    float g[kVec];
+    if (has_weight(p.post)) gamma_of(p.post, post_weight, g), store_f32x8(sh.post_gamma + local, g);
+    if (has_weight(p.pre)) gamma_of(p.pre, pre_weight, g), store_f32x8(sh.pre_gamma + local, g);
+  }
   if constexpr (kCtas > 1) cluster_wait();  // every CTA of the cluster has started
 
   std::uint32_t parity = 0;      // of the stage barriers' phases
@@ -169,9 +185,9 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const bool leader = part == 0;
   int slot = 0;
   for (std::int64_t row = first; row < p.rows; row += step) {
-    barrier_wait(&sh.landed[slot], parity);
+    barrier_wait(&sh.branch_landed[slot], parity);
     float x[1][kVec], s[1][kVec];
-    read_stage(slot, x[0], s[0]);
+    read_branch(slot, x[0]);
 
     // Post norm -> y_b.
     const RowNorm post = norm_fragments(p.post, gamma_in_shared(sh.post_gamma), x, post_sum, post_factor);
@@ -182,6 +198,8 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
       if (d.y_b) *reinterpret_cast<uint4*>(d.y_b + at) = pack_bf16x8(x[0]);
     }
     // Connection: res (kept in s: it is the new stream), z = bf16(res) (in x).
+    barrier_wait(&sh.stream_landed[slot], parity);
+    read_stream(slot, s[0]);
     connect_fragment(alpha, beta, x[0], s[0]);
     if constexpr (kStore) store_warp_f32x8(p.new_stream + at, s[0]);
     if constexpr (kDebug) {
@@ -195,8 +213,9 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
       store_row_value(d.r2, row, pre.factor, leader);
     }
     *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
-    // Refill the stage: every thread has read it before the post norm's row sum. Here, with the
-    // row's values dead, warp 0 has the registers that the copies' addresses need.
+    // Refill the stage: every thread has read it (the stream at the connection) before the pre
+    // norm's row sum, whose barrier warp 0 has passed. Here, with the row's values dead, warp 0 has
+    // the registers that the copies' addresses need.
     if (threadIdx.x < 32 && row + stages * step < p.rows) {
       fence_proxy_async_shared();
       load_row(row + stages * step, slot);

@@ -34,19 +34,30 @@ __device__ __forceinline__ uint4 pack_bf16x8(const float (&v)[kVec]) {
 // Round to BF16 and back: y_b and z of the contract.
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16_rn(x)); }
 
-// gamma = weight + g in the weight's own dtype (contract section 3) for the 8 columns at
-// column; 1-byte-free 16/32-byte loads of the weight.
-__device__ __forceinline__ void load_gamma(const NormArgs& n, int column, float (&g)[kVec]) {
+// The weight of 8 columns as loaded, not yet used: 16 bytes of BF16 or FP16 (lo), 32 of FP32
+// (lo, hi). Apart from gamma_of, so that a kernel can have the loads in flight while it waits
+// for the previous grid and starts its rows' copies, and take their latency only then.
+struct WeightFragment {
+  uint4 lo, hi;
+};
+
+__device__ __forceinline__ WeightFragment load_weight(const NormArgs& n, int column) {
   if (n.kind == WeightKind::fp32) {
-    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(n.weight) + column);
-    const float4 a = __ldg(p), b = __ldg(p + 1);
-    const float w[kVec] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    const uint4* p = reinterpret_cast<const uint4*>(static_cast<const float*>(n.weight) + column);
+    return {__ldg(p), __ldg(p + 1)};
+  }
+  return {__ldg(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(n.weight) + column)), {}};
+}
+
+// gamma = weight + g in the weight's own dtype (contract section 3) for the 8 columns of w.
+__device__ __forceinline__ void gamma_of(const NormArgs& n, const WeightFragment& f, float (&g)[kVec]) {
+  if (n.kind == WeightKind::fp32) {
+    const std::uint32_t w[kVec] = {f.lo.x, f.lo.y, f.lo.z, f.lo.w, f.hi.x, f.hi.y, f.hi.z, f.hi.w};
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) g[i] = add_rn(w[i], n.gain);
+    for (int i = 0; i < kVec; ++i) g[i] = add_rn(__uint_as_float(w[i]), n.gain);
     return;
   }
-  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(n.weight) + column));
-  const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+  const std::uint32_t w[4] = {f.lo.x, f.lo.y, f.lo.z, f.lo.w};
 #pragma unroll
   for (int i = 0; i < kVec; ++i) {
     const auto h = static_cast<std::uint16_t>(i % 2 ? hi16(w[i / 2]) : lo16(w[i / 2]));
@@ -55,6 +66,11 @@ __device__ __forceinline__ void load_gamma(const NormArgs& n, int column, float 
     else if (n.kind == WeightKind::bf16) g[i] = round_bf16(add_rn(bf16_to_f32(h), n.gain));
     else g[i] = f16_to_f32(f32_to_f16_rn(add_rn(f16_to_f32(h), n.gain)));
   }
+}
+
+// gamma of the 8 columns at column, loaded and computed at once; 16/32-byte loads of the weight.
+__device__ __forceinline__ void load_gamma(const NormArgs& n, int column, float (&g)[kVec]) {
+  gamma_of(n, load_weight(n, column), g);
 }
 
 __device__ __forceinline__ bool has_weight(const NormArgs& n) { return n.kind != WeightKind::none; }
