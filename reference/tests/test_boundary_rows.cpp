@@ -69,7 +69,7 @@ void contract_row(const Constants& k, const Batch& b, StreamDtype sd, std::int64
     const float x = bf16_to_f32(b.branch[base + c]);
     xs[c] = k.post.has_weight() && k.post.input_scale ? mul_rn(gp[c], x) : x;
   }
-  const float r1 = rsqrt_approx_ftz_f32(fma_rn(row_sum(xs.data(), k.post.fma_squares), 0x1p-13f, static_cast<float>(k.post.eps)));
+  const float r1 = rsqrt_approx_ftz_f32(fma_rn(sum_of_squares(xs.data(), k.post.fma_squares), 0x1p-13f, static_cast<float>(k.post.eps)));
   for (int c = 0; c < kH; ++c) {
     float y = mul_rn(xs[c], r1);
     if (k.post.has_weight() && !k.post.input_scale) y = mul_rn(y, gp[c]);
@@ -80,7 +80,7 @@ void contract_row(const Constants& k, const Batch& b, StreamDtype sd, std::int64
     const float z = bf16_to_f32(f32_to_bf16_rn(res));
     zs[c] = k.pre.has_weight() && k.pre.input_scale ? mul_rn(z, gq[c]) : z;
   }
-  const float r2 = rsqrt_approx_ftz_f32(fma_rn(row_sum(zs.data(), k.pre.fma_squares), 0x1p-13f, static_cast<float>(k.pre.eps)));
+  const float r2 = rsqrt_approx_ftz_f32(fma_rn(sum_of_squares(zs.data(), k.pre.fma_squares), 0x1p-13f, static_cast<float>(k.pre.eps)));
   for (int c = 0; c < kH; ++c) {
     float o = mul_rn(zs[c], r2);
     if (k.pre.has_weight() && !k.pre.input_scale) o = mul_rn(o, gq[c]);
@@ -233,6 +233,42 @@ TEST_CASE("every variant equals the column-at-a-time transcription of section 5"
           }
 }
 
+TEST_CASE("the steps one at a time: post_norm -> connection -> pre_norm is the transcription and run()") {
+  Batch b(2);
+  fill_realistic(b, 13);
+  b.branch[kH + 3] = make_bf16(0, 0, 1);  // a subnormal
+  for (bool post_scale : {false, true})
+    for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) {
+      const Constants k{weighted(1e-8, post_scale, WeightDtype::bf16), weighted(1e-5, !post_scale, WeightDtype::fp16, true)};
+      const auto gp = gamma(k.post, b.weight(k.post, true));
+      const auto gq = gamma(k.pre, b.weight(k.pre, false));
+      const Results r = run(k, b, sd);
+      std::vector<std::uint16_t> out(kH), expected_out(kH);
+      std::vector<float> y_b(kH), res(kH), z(kH), expected_ns(kH);
+      for (std::int64_t row = 0; row < b.m; ++row) {
+        const std::size_t base = static_cast<std::size_t>(row) * kH;
+        const void* stream = sd == StreamDtype::f32 ? static_cast<const void*>(b.stream_f32.data() + base)
+                                                    : b.stream_bf16.data() + base;
+        const RowNorm post = post_norm(k.post, gp, b.branch.data() + base, y_b.data());
+        connection(b.alpha.data(), b.beta.data(), sd, stream, y_b.data(), res.data(), z.data());
+        std::vector<float> z_kept = z;
+        const RowNorm pre = pre_norm(k.pre, gq, z.data(), out.data());
+        contract_row(k, b, sd, row, expected_out, expected_ns);
+        CHECK(bits(post.s) == bits(r.post_row_sum[row]));
+        CHECK(bits(post.r) == bits(r.r1[row]));
+        CHECK(bits(pre.s) == bits(r.pre_row_sum[row]));
+        CHECK(bits(pre.r) == bits(r.r2[row]));
+        for (int c = 0; c < kH; ++c) {
+          REQUIRE(f32_to_bf16_rn(y_b[c]) == r.y_b[base + c]);
+          REQUIRE(bits(y_b[c]) == bits(bf16_to_f32(r.y_b[base + c])));  // y_b is BF16 exactly
+          REQUIRE(bits(res[c]) == bits(expected_ns[c]));
+          REQUIRE(bits(z_kept[c]) == bits(bf16_to_f32(r.z[base + c])));
+          REQUIRE(out[c] == expected_out[c]);
+        }
+      }
+    }
+}
+
 TEST_CASE("batch invariance: a row's bits depend on neither m, its position, nor the thread count") {
   Batch big(37);
   fill_realistic(big, 9);
@@ -258,17 +294,17 @@ TEST_CASE("batch invariance: a row's bits depend on neither m, its position, nor
 TEST_CASE("all-reduce (section 7): R = 1 passes P_0 unchanged, R >= 2 sums in rank order") {
   std::vector<std::uint16_t> p0(kH, 0x7FA1), p1(kH, make_bf16(0, 127, 0)), p2(kH), out(kH);
   const std::uint16_t* one[] = {p0.data()};
-  all_reduce_row(one, out.data());
+  all_reduce(one, out.data());
   CHECK(out[0] == 0x7FA1);  // a NaN payload survives: no arithmetic happened
   // Rank order matters: FP32 loses a 1 added to 2^24 (tie to even) but not one added to 0.
   p0.assign(kH, make_bf16(0, 127 + 24, 0));  // 2^24
   p1.assign(kH, make_bf16(0, 127, 0));       // 1: lost against 2^24 (tie to even)
   p2.assign(kH, make_bf16(1, 127 + 24, 0));  // -2^24
   const std::uint16_t* order_a[] = {p0.data(), p1.data(), p2.data()};
-  all_reduce_row(order_a, out.data());
+  all_reduce(order_a, out.data());
   CHECK(out[0] == 0);
   const std::uint16_t* order_b[] = {p0.data(), p2.data(), p1.data()};
-  all_reduce_row(order_b, out.data());
+  all_reduce(order_b, out.data());
   CHECK(out[0] == make_bf16(0, 127, 0));
 }
 

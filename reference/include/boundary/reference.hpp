@@ -6,6 +6,7 @@
 #include <boundary/primitives.hpp>
 #include <boundary/types.hpp>
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -28,20 +29,70 @@ namespace boundary::ref {
 // ---- Reference layout (section 1): the column of thread t, fragment k, element i.
 constexpr int column(int t, int k, int i) { return 2048 * k + kVec * t + i; }
 
+// One value per reference thread t (0 .. 255): the row sum's steps below compute a step for all
+// 256 threads at once, laid out by lane so that the threads' chains run side by side and vectorize.
+using Lanes = std::array<float, kThreads>;
+
+// A norm's row sum S and the norm factor r it applied (S1, r1 of the post norm; S2, r2 of the pre norm).
+struct RowNorm {
+  float s = 0.0f;
+  float r = 0.0f;
+};
+
+// Each contract step is one function named as contract section 10 names it, the same name as the
+// kernels' device function of that step (kernels/include/boundary/device/), so that one grep finds
+// both; a planted bug (mutants.def) changes the step it names inside that step's function.
 inline namespace BOUNDARY_REF_ABI {
 
-// ---- The row sum (section 4), the stock single-tile order: per thread two interleaved chains
-// per fragment, fragments added in order, a butterfly within each warp, warps added in order.
-// v holds kH values.
-float row_sum(const float* v, bool fma_squares);
-
-// The norm factor: rsqrt_approx_ftz_f32(fma_rn(S, 2^-13, eps)).
-float norm_factor(float row_sum, float eps);
-
-// ---- Gains (section 3): gamma[c] = weight[c] + g in the weight's own dtype, one FP32 add then
-// one rounding to that dtype (FP32: the add alone). weight holds kH elements of
+// ---- Gains (section 3), `gamma`: gamma[c] = weight[c] + g in the weight's own dtype, one FP32 add
+// then one rounding to that dtype (FP32: the add alone). weight holds kH elements of
 // norm.weight_dtype. Empty when the norm has no weight.
 std::vector<float> gamma(const NormConstants& norm, const void* weight);
+
+// ---- The row sum (section 4), the stock single-tile order, a function per step. v holds kH values.
+
+// `chunk_pair`: chunk_pair(t, k) for every thread t: the squares of fragment k's even and odd
+// elements accumulated in two chains (fma when fma_squares), joined at the end.
+void chunk_pair(const float* v, int k, bool fma_squares, Lanes& pairs);
+
+// `thread_sum`: thread_sum(t) for every thread t: its 4 chunk pairs added in fragment order.
+void thread_sum(const float* v, bool fma_squares, Lanes& sums);
+
+// `warp_sum`: W[w], the xor butterfly (distances 16, 8, 4, 2, 1) over one warp's 32 thread sums
+// (lanes[0 .. 32), i.e. &sums[32 * w]). Every lane ends with the same bits; this is lane 0's.
+float warp_sum(const float* lanes);
+
+// `row_sum`: S, the 8 warp totals W[0 .. 8) folded in warp order.
+float row_sum(const std::array<float, kWarps>& warp_totals);
+
+// The whole summation tree of section 4, S of v: chunk_pair -> thread_sum -> warp_sum per warp ->
+// row_sum (what section 5 calls "the row sum of x'").
+float sum_of_squares(const float* v, bool fma_squares);
+
+// `norm_factor`: r = rsqrt_approx_ftz_f32(fma_rn(S, 2^-13, eps)).
+float norm_factor(float s, float eps);
+
+// ---- One boundary row (section 5), a function per step; gamma: that norm's gamma() (empty
+// without a weight). Rows hold kH elements.
+
+// `post_norm`: the branch (BF16) -> y_b: x = bf16_to_f32(branch), x' = gamma * x with an input
+// scale, y = x' * r1, y * gamma with the weight after the norm, y_b = bf16(y), as FP32 values.
+// Returns S1 and r1.
+RowNorm post_norm(const NormConstants& norm, std::span<const float> gamma, const std::uint16_t* branch, float* y_b);
+
+// `connection`: res = alpha * s + beta * y_b, each product rounded, then z = bf16(res) as FP32
+// values. stream: the row's stream values in stream_dtype (a BF16 stream is widened exactly).
+void connection(const float* alpha, const float* beta, StreamDtype stream_dtype, const void* stream,
+                const float* y_b, float* res, float* z);
+
+// `pre_norm`: z -> out (BF16): z' = z * gamma with an input scale, o = z' * r2, o * gamma with the
+// weight after the norm, out = bf16(o). Works in z (left holding o). Returns S2 and r2.
+RowNorm pre_norm(const NormConstants& norm, std::span<const float> gamma, float* z, std::uint16_t* out);
+
+// ---- `all_reduce` (section 7) for one row: the branch as a one-shot all-reduce sums R partials
+// (rank order, FP32 accumulation, one BF16 rounding; R = 1 passes P_0 unchanged). rows[r] points
+// at the row of rank r.
+void all_reduce(std::span<const std::uint16_t* const> rows, std::uint16_t* branch);
 
 }  // namespace BOUNDARY_REF_ABI
 
@@ -100,13 +151,7 @@ class Boundary {
 
   Constants constants_;
   std::vector<float> alpha_, beta_, post_gamma_, pre_gamma_;
-  float post_eps_, pre_eps_;
 };
-
-// Section 7 for one row: the branch as a one-shot all-reduce sums R partials (rank order,
-// FP32 accumulation, one BF16 rounding; R = 1 passes P_0 unchanged). rows[r] points at the
-// row of rank r.
-void all_reduce_row(std::span<const std::uint16_t* const> rows, std::uint16_t* branch);
 
 }  // namespace BOUNDARY_REF_ABI
 

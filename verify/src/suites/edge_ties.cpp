@@ -77,18 +77,18 @@ auto tuned(Measure&& measure, Tune&& tune, Admits&& admits, int attempts = kTuni
 }
 
 // The post norm's row sum and factor alone (the emulator's own functions), for the searches
-// that only change the branch: far cheaper than a whole row.
+// that only change the branch: far cheaper than a whole row, or than ref::post_norm.
 struct PostNorm {
   float s1, r1;
 };
-PostNorm post_norm(const Context& ctx, const RowEdit& r) {
+PostNorm s1_and_r1(const Context& ctx, const RowEdit& r) {
   const NormConstants& post = ctx.constants.post;
   std::vector<float> x(kH);
   for (int c = 0; c < kH; ++c) {
     x[c] = bf16_to_f32(r.branch[c]);
     if (post.has_weight() && post.input_scale) x[c] = mul_rn(ctx.boundary.post_gamma()[c], x[c]);
   }
-  const float s1 = ref::row_sum(x.data(), post.fma_squares);
+  const float s1 = ref::sum_of_squares(x.data(), post.fma_squares);
   return {s1, ref::norm_factor(s1, static_cast<float>(post.eps))};
 }
 
@@ -107,7 +107,7 @@ Edit tie_y(int exponent) {
   return [=](const RowEdit& r, const Context& ctx) {
     for (int c = 1; c < kH; c += 2) r.branch[c] = 0;
     const auto y = [&](int c, float r1) { return y_stage(ctx, c, r1); };
-    const float r1 = tuned([&] { return post_norm(ctx, r); }, [&] { ++r.branch[0]; },
+    const float r1 = tuned([&] { return s1_and_r1(ctx, r); }, [&] { ++r.branch[0]; },
                            [&](const PostNorm& o) { return admits_tie(kTieExponent + exponent, y(1, o.r1)); }).r1;
     for (int c = 1; c < kH; c += 2) {
       r.branch[c] = tie_candidate(kTieExponent + exponent, y(c, r1));
@@ -243,7 +243,7 @@ Edit fprev(Layout layout, bool extra, bool stream) {
       place();
     };
     if (!stream) {
-      const float r1 = tuned([&] { return post_norm(ctx, r); }, next, [&](const PostNorm& o) {
+      const float r1 = tuned([&] { return s1_and_r1(ctx, r); }, next, [&](const PostNorm& o) {
         return admits(o.s1, o.r1, [&](int c, float r_norm) { return y_stage(ctx, c, r_norm); });
       }, 1024).r1;
       // The stream is zero where y is a tie: res = beta * y_b shows a changed y_b in new_stream.
