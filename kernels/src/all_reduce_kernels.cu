@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kThreads) all_reduce_kernel(const AllReducePar
   uint4 raw[kMaxRanks];
   float x[kVec];
   load_partials(a, at, raw);
-  all_reduce_fragment(a.ranks, [&](int r) { return raw[r]; }, x);
+  dev::all_reduce(a.ranks, [&](int r) { return raw[r]; }, x);
   // One rank is passed unchanged: a repacking would canonicalize its NaN payloads.
   *reinterpret_cast<uint4*>(branch + at) = a.ranks == 1 ? raw[0] : pack_bf16x8(x);
 }

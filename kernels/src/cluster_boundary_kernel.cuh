@@ -41,7 +41,7 @@ __device__ __forceinline__ void load_branch_fragment(const AllReduceParams& a, s
 #pragma unroll
     for (int r = 0; r < kMaxRanks; ++r)
       if (r < a.ranks) raw[r] = load_row_16(a.partials[r] + at);
-    all_reduce_fragment(a.ranks, [&](int r) { return raw[r]; }, x);
+    dev::all_reduce(a.ranks, [&](int r) { return raw[r]; }, x);
   }
 }
 
@@ -73,26 +73,27 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
   load_stream<kStreamF32>(p.stream, at, s[0]);
   cluster_wait();  // every CTA of the cluster has started: its shared memory may be stored into
 
-  const RowNorm post = norm_fragments(p.post, gamma_in_registers(g.post_gamma), x,
-                                      [&](float t) { return cluster_row_sum<kClusterCtas>(t, post_sum, 0); }, post_factor);
+  const RowNorm post = post_norm(p.post, gains_in_registers(g.post_gamma), x,
+                                 [&](float t) { return cluster_row_sum<kClusterCtas>(t, post_sum, 0); });
   if constexpr (kDebug) {
-    store_cluster_row_value(d.post_row_sum, row, post.row_sum);
-    store_cluster_row_value(d.r1, row, post.factor);
+    store_cluster_row_value(d.post_row_sum, row, post.s);
+    store_cluster_row_value(d.r1, row, post.r);
     if (d.y_b) *reinterpret_cast<uint4*>(d.y_b + at) = pack_bf16x8(x[0]);
   }
-  connect_fragments(g, x, s);
+  connection(g, x, s);
   if constexpr (kStore) store_warp_f32x8(p.new_stream + at, s[0]);
   if constexpr (kDebug) {
     if (d.res) store_warp_f32x8(d.res + at, s[0]);
     if (d.z) *reinterpret_cast<uint4*>(d.z + at) = pack_bf16x8(x[0]);
   }
-  const RowNorm pre = norm_fragments(p.pre, gamma_in_registers(g.pre_gamma), x,
-                                     [&](float t) { return cluster_row_sum<kClusterCtas>(t, pre_sum, 0); });
+  uint4 out[1];
+  const RowNorm pre = pre_norm(p.pre, gains_in_registers(g.pre_gamma), x,
+                               [&](float t) { return cluster_row_sum<kClusterCtas>(t, pre_sum, 0); }, out);
   if constexpr (kDebug) {
-    store_cluster_row_value(d.pre_row_sum, row, pre.row_sum);
-    store_cluster_row_value(d.r2, row, pre.factor);
+    store_cluster_row_value(d.pre_row_sum, row, pre.s);
+    store_cluster_row_value(d.r2, row, pre.r);
   }
-  *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
+  *reinterpret_cast<uint4*>(p.out + at) = out[0];
 }
 
 // The instantiation for a variant's stream dtype and storage: pick(bool_constant<kStreamF32>,

@@ -125,7 +125,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     const unsigned char* st = stage(slot);
     const auto rank = [&](int r) { return *reinterpret_cast<const uint4*>(st + r * kSlice * 2 + local * 2); };
     if constexpr (kOneRank) unpack_bf16x8(rank(0), x);  // one rank: P_0 unchanged
-    else all_reduce_fragment(ranks, rank, x);
+    else dev::all_reduce(ranks, rank, x);
   };
   const auto read_stream = [&](int slot, float (&s)[kVec]) {
     const unsigned char* stream = stage(slot) + ranks * kSlice * 2;
@@ -164,8 +164,8 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   if (late) load_gates();  // while the first rows' copies are under way
   {
     float g[kVec];
-    if (has_weight(p.post)) gamma_of(p.post, post_weight, g), store_f32x8(sh.post_gamma + local, g);
-    if (has_weight(p.pre)) gamma_of(p.pre, pre_weight, g), store_f32x8(sh.pre_gamma + local, g);
+    if (has_weight(p.post)) gamma(p.post, post_weight, g), store_f32x8(sh.post_gamma + local, g);
+    if (has_weight(p.pre)) gamma(p.pre, pre_weight, g), store_f32x8(sh.pre_gamma + local, g);
   }
   if constexpr (kCtas > 1) cluster_wait();  // every CTA of the cluster has started
 
@@ -179,8 +179,8 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     if constexpr (kCtas == 1) return cta_fragment_row_sum(t, sh.sum[0]);
     else return cluster_row_sum<kCtas>(t, sh.sum[1], sum_parity);
   };
-  const auto gamma_in_shared = [local](const float* gamma) {
-    return [gamma, local](int, float (&g)[kVec]) { read_f32x8(gamma + local, g); };
+  const auto gains_in_shared = [local](const float* gains) {
+    return [gains, local](int, float (&g)[kVec]) { read_f32x8(gains + local, g); };
   };
   const bool leader = part == 0;
   int slot = 0;
@@ -190,29 +190,30 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     read_branch(slot, x[0]);
 
     // Post norm -> y_b.
-    const RowNorm post = norm_fragments(p.post, gamma_in_shared(sh.post_gamma), x, post_sum, post_factor);
+    const RowNorm post = post_norm(p.post, gains_in_shared(sh.post_gamma), x, post_sum);
     const std::size_t at = static_cast<std::size_t>(row) * kH + column;
     if constexpr (kDebug) {
-      store_row_value(d.post_row_sum, row, post.row_sum, leader);
-      store_row_value(d.r1, row, post.factor, leader);
+      store_row_value(d.post_row_sum, row, post.s, leader);
+      store_row_value(d.r1, row, post.r, leader);
       if (d.y_b) *reinterpret_cast<uint4*>(d.y_b + at) = pack_bf16x8(x[0]);
     }
     // Connection: res (kept in s: it is the new stream), z = bf16(res) (in x).
     barrier_wait(&sh.stream_landed[slot], parity);
     read_stream(slot, s[0]);
-    connect_fragment(alpha, beta, x[0], s[0]);
+    connection(alpha, beta, x[0], s[0]);
     if constexpr (kStore) store_warp_f32x8(p.new_stream + at, s[0]);
     if constexpr (kDebug) {
       if (d.res) store_warp_f32x8(d.res + at, s[0]);
       if (d.z) *reinterpret_cast<uint4*>(d.z + at) = pack_bf16x8(x[0]);
     }
     // Pre norm -> out.
-    const RowNorm pre = norm_fragments(p.pre, gamma_in_shared(sh.pre_gamma), x, pre_sum);
+    uint4 out[1];
+    const RowNorm pre = pre_norm(p.pre, gains_in_shared(sh.pre_gamma), x, pre_sum, out);
     if constexpr (kDebug) {
-      store_row_value(d.pre_row_sum, row, pre.row_sum, leader);
-      store_row_value(d.r2, row, pre.factor, leader);
+      store_row_value(d.pre_row_sum, row, pre.s, leader);
+      store_row_value(d.r2, row, pre.r, leader);
     }
-    *reinterpret_cast<uint4*>(p.out + at) = pack_bf16x8(x[0]);
+    *reinterpret_cast<uint4*>(p.out + at) = out[0];
     // Refill the stage: every thread has read it (the stream at the connection) before the pre
     // norm's row sum, whose barrier warp 0 has passed. Here, with the row's values dead, warp 0 has
     // the registers that the copies' addresses need.

@@ -18,10 +18,10 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(const std::uint16_t* in,
   float g[kFragments][kVec], x[kFragments][kVec];
 #pragma unroll
   for (int k = 0; k < kFragments; ++k) {
-    if (has_weight(n)) load_gamma(n, column_of(k), g[k]);
+    if (has_weight(n)) gamma(n, column_of(k), g[k]);
     unpack_bf16x8(*reinterpret_cast<const uint4*>(in + row + column_of(k)), x[k]);
   }
-  norm_fragments(n, gamma_in_registers(g), x, [&](float t) { return cta_row_sum(t, sums); });
+  norm_fragments(n, gains_in_registers(g), x, [&](float t) { return cta_row_sum(t, sums); });
 #pragma unroll
   for (int k = 0; k < kFragments; ++k) *reinterpret_cast<uint4*>(out + row + column_of(k)) = pack_bf16x8(x[k]);
 }

@@ -35,7 +35,7 @@ __device__ __forceinline__ uint4 pack_bf16x8(const float (&v)[kVec]) {
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16_rn(x)); }
 
 // The weight of 8 columns as loaded, not yet used: 16 bytes of BF16 or FP16 (lo), 32 of FP32
-// (lo, hi). Apart from gamma_of, so that a kernel can have the loads in flight while it waits
+// (lo, hi). Apart from gamma(), so that a kernel can have the loads in flight while it waits
 // for the previous grid and starts its rows' copies, and take their latency only then.
 struct WeightFragment {
   uint4 lo, hi;
@@ -49,8 +49,8 @@ __device__ __forceinline__ WeightFragment load_weight(const NormArgs& n, int col
   return {__ldg(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(n.weight) + column)), {}};
 }
 
-// gamma = weight + g in the weight's own dtype (contract section 3) for the 8 columns of w.
-__device__ __forceinline__ void gamma_of(const NormArgs& n, const WeightFragment& f, float (&g)[kVec]) {
+// gamma = weight + g in the weight's own dtype (contract section 3) for the 8 columns of f.
+__device__ __forceinline__ void gamma(const NormArgs& n, const WeightFragment& f, float (&g)[kVec]) {
   if (n.kind == WeightKind::fp32) {
     const std::uint32_t w[kVec] = {f.lo.x, f.lo.y, f.lo.z, f.lo.w, f.hi.x, f.hi.y, f.hi.z, f.hi.w};
 #pragma unroll
@@ -69,16 +69,16 @@ __device__ __forceinline__ void gamma_of(const NormArgs& n, const WeightFragment
 }
 
 // gamma of the 8 columns at column, loaded and computed at once; 16/32-byte loads of the weight.
-__device__ __forceinline__ void load_gamma(const NormArgs& n, int column, float (&g)[kVec]) {
-  gamma_of(n, load_weight(n, column), g);
+__device__ __forceinline__ void gamma(const NormArgs& n, int column, float (&g)[kVec]) {
+  gamma(n, load_weight(n, column), g);
 }
 
 __device__ __forceinline__ bool has_weight(const NormArgs& n) { return n.kind != WeightKind::none; }
 
-// Where a norm's gamma comes from: gamma(k, g) fills g with fragment k's 8 gains, either copied
-// from registers loaded earlier (gamma_in_registers) or loaded at the point of use.
+// Where a norm's gammas come from: gains(k, g) fills g with fragment k's 8 gains, either copied
+// from registers loaded earlier (gains_in_registers) or read where they are used.
 template <int kFragments>
-__device__ __forceinline__ auto gamma_in_registers(const float (&g)[kFragments][kVec]) {
+__device__ __forceinline__ auto gains_in_registers(const float (&g)[kFragments][kVec]) {
   return [&g](int k, float (&out)[kVec]) {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) out[i] = g[k][i];
@@ -87,51 +87,52 @@ __device__ __forceinline__ auto gamma_in_registers(const float (&g)[kFragments][
 
 // A norm's row sum S and the factor r it applied (what a diagnostics build records).
 struct RowNorm {
-  float row_sum, factor;
+  float s, r;
 };
 
-// One whole norm of a thread's fragments: x' = gamma * x with an input scale, the row sum
-// (completed by RowSum, which turns a thread's partial into the row's S), then y = x' * r with
-// r = adjust(norm_factor(S)) (adjust: the identity, but in a planted-bug build), then * gamma
-// when the weight is applied after the norm. Leaves y in x. Each gamma is asked for once.
-template <int kFragments, class Gamma, class RowSum, class Adjust>
-__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, Gamma gamma, float (&x)[kFragments][kVec],
-                                                  RowSum row_sum, Adjust adjust) {
+// One whole norm of a thread's fragments (the stock norm, and the body of post_norm and pre_norm):
+// x' = gamma * x with an input scale, the row sum (completed by CompleteSum, which turns a thread's
+// partial into the row's S), then y = x' * r with r = adjust(norm_factor(S)) (adjust: the identity,
+// but in a planted-bug build), then * gamma when the weight is applied after the norm. Leaves y in
+// x. Each gain is asked for once.
+template <int kFragments, class Gains, class CompleteSum, class Adjust>
+__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, Gains gains, float (&x)[kFragments][kVec],
+                                                  CompleteSum complete_sum, Adjust adjust) {
   if (has_weight(n) && n.input_scale) {
 #pragma unroll
     for (int k = 0; k < kFragments; ++k) {
       float g[kVec];
-      gamma(k, g);
+      gains(k, g);
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) x[k][i] = mul_rn(g[i], x[k][i]);
+      for (int i = 0; i < kVec; ++i) x[k][i] = product(g[i], x[k][i]);
     }
   }
-  const float s = row_sum(thread_sum(x, n.fma_squares));
+  const float s = complete_sum(thread_sum(x, n.fma_squares));
   const float r = adjust(norm_factor(s, n.eps));
   const bool after = has_weight(n) && !n.input_scale;
 #pragma unroll
   for (int k = 0; k < kFragments; ++k) {
     float g[kVec];
-    if (after) gamma(k, g);
+    if (after) gains(k, g);
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {
-      x[k][i] = mul_rn(x[k][i], r);
-      if (after) x[k][i] = mul_rn(x[k][i], g[i]);
+      x[k][i] = product(x[k][i], r);
+      if (after) x[k][i] = product(x[k][i], g[i]);
     }
   }
   return {s, r};
 }
 
-template <int kFragments, class Gamma, class RowSum>
-__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, Gamma gamma, float (&x)[kFragments][kVec],
-                                                  RowSum row_sum) {
-  return norm_fragments(n, gamma, x, row_sum, [](float r) { return r; });
+template <int kFragments, class Gains, class CompleteSum>
+__device__ __forceinline__ RowNorm norm_fragments(const NormArgs& n, Gains gains, float (&x)[kFragments][kVec],
+                                                  CompleteSum complete_sum) {
+  return norm_fragments(n, gains, x, complete_sum, [](float r) { return r; });
 }
 
 // The connection: res = alpha * s + beta * y_b, each product rounded.
 __device__ __forceinline__ float connection(float alpha, float s, float beta, float y_b) {
-  if constexpr (kMutant == Mutant::connection_fma) return fma_rn(alpha, s, mul_rn(beta, y_b));
-  else return add_rn(mul_rn(alpha, s), mul_rn(beta, y_b));
+  if constexpr (kMutant == Mutant::connection_fma) return fma_rn(alpha, s, product(beta, y_b));
+  else return add_rn(product(alpha, s), product(beta, y_b));
 }
 
 // Programmatic dependent launch: wait for the previous grid's results, then let the next grid

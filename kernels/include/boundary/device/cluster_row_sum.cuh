@@ -78,7 +78,7 @@ __device__ __forceinline__ float cluster_row_sum(float chunk_pair, ClusterSumScr
     }
   }
   barrier_wait_cluster(&scratch.landed, parity);
-  return warp_totals_sum(scratch.warp_totals);
+  return row_sum(scratch.warp_totals);
 }
 
 }  // namespace boundary::dev

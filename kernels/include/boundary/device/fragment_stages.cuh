@@ -85,8 +85,8 @@ __device__ __forceinline__ void load_gates(const float* alpha, const float* beta
     const int c = gate_column(columns[k], late);
     load_f32x8(alpha + c, g.alpha[k]);
     load_f32x8(beta + c, g.beta[k]);
-    if (has_weight(post)) load_gamma(post, c, g.post_gamma[k]);
-    if (has_weight(pre)) load_gamma(pre, c, g.pre_gamma[k]);
+    if (has_weight(post)) gamma(post, c, g.post_gamma[k]);
+    if (has_weight(pre)) gamma(pre, c, g.pre_gamma[k]);
   }
 }
 
@@ -109,7 +109,7 @@ __device__ __forceinline__ void load_stream(const void* stream, std::size_t at, 
 // in rank order, each once.
 // The rank_order mutant adds them last rank first (R-1 .. 0).
 template <class Rank>
-__device__ __forceinline__ void all_reduce_fragment(int ranks, Rank rank, float (&x)[kVec]) {
+__device__ __forceinline__ void all_reduce(int ranks, Rank rank, float (&x)[kVec]) {
   constexpr bool kReversed = kMutant == Mutant::rank_order;
   unpack_bf16x8(rank(kReversed ? ranks - 1 : 0), x);
   if (ranks == 1) return;
@@ -125,38 +125,51 @@ __device__ __forceinline__ void all_reduce_fragment(int ranks, Rank rank, float 
   for (int i = 0; i < kVec; ++i) x[i] = round_bf16(x[i]);
 }
 
-// r1 as the post norm applies it (norm_fragments' adjust).
-__device__ __forceinline__ float post_factor(float r) {
-  if constexpr (kMutant == Mutant::r1_ulp_off) return isfinite(r) ? nextafterf(r, INFINITY) : r;
-  else return r;
+// The post norm (contract section 5): x -> y_b in x, the input scale, S1 and r1 (r1_ulp_off: one
+// ulp up), y, the gain, y_b = bf16(y) (y_b_unrounded: y itself).
+template <int kF, class Gains, class CompleteSum>
+__device__ __forceinline__ RowNorm post_norm(const NormArgs& n, Gains gains, float (&x)[kF][kVec],
+                                             CompleteSum complete_sum) {
+  const RowNorm norm = norm_fragments(n, gains, x, complete_sum, [](float r1) {
+    if constexpr (kMutant == Mutant::r1_ulp_off) return isfinite(r1) ? nextafterf(r1, INFINITY) : r1;
+    else return r1;
+  });
+  if constexpr (kMutant != Mutant::y_b_unrounded)
+#pragma unroll
+    for (int k = 0; k < kF; ++k)
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) x[k][i] = round_bf16(x[k][i]);
+  return norm;
 }
 
-// y_b = bf16(y) and z = bf16(res) of the contract, as the connection and the pre norm read them.
-__device__ __forceinline__ float y_b_of(float y) {
-  if constexpr (kMutant == Mutant::y_b_unrounded) return y;
-  else return round_bf16(y);
-}
-__device__ __forceinline__ float z_of(float res) {
-  if constexpr (kMutant == Mutant::z_unrounded) return res;
-  else return round_bf16(res);
-}
-
-// The connection on one fragment: y holds y (post norm) and becomes z = bf16(res); s holds the
-// stream and becomes res, the new stream.
-__device__ __forceinline__ void connect_fragment(const float (&alpha)[kVec], const float (&beta)[kVec], float (&y)[kVec],
-                                                 float (&s)[kVec]) {
+// The connection on one fragment: res = alpha * s + beta * y_b (each product rounded), z =
+// bf16(res) (z_unrounded: res itself). y_b becomes z; s, the stream, becomes res, the new stream.
+__device__ __forceinline__ void connection(const float (&alpha)[kVec], const float (&beta)[kVec], float (&y_b)[kVec],
+                                           float (&s)[kVec]) {
 #pragma unroll
   for (int i = 0; i < kVec; ++i) {
-    s[i] = connection(alpha[i], s[i], beta[i], y_b_of(y[i]));
-    y[i] = z_of(s[i]);
+    s[i] = connection(alpha[i], s[i], beta[i], y_b[i]);
+    if constexpr (kMutant == Mutant::z_unrounded) y_b[i] = s[i];
+    else y_b[i] = round_bf16(s[i]);
   }
 }
 
 // The same on all of a thread's fragments, the gates in registers.
 template <int kF>
-__device__ __forceinline__ void connect_fragments(const Gates<kF>& g, float (&y)[kF][kVec], float (&s)[kF][kVec]) {
+__device__ __forceinline__ void connection(const Gates<kF>& g, float (&y_b)[kF][kVec], float (&s)[kF][kVec]) {
 #pragma unroll
-  for (int k = 0; k < kF; ++k) connect_fragment(g.alpha[k], g.beta[k], y[k], s[k]);
+  for (int k = 0; k < kF; ++k) connection(g.alpha[k], g.beta[k], y_b[k], s[k]);
+}
+
+// The pre norm (contract section 5): z -> out, the input scale, S2 and r2, o, the gain, out =
+// bf16(o), packed for the 16-byte stores.
+template <int kF, class Gains, class CompleteSum>
+__device__ __forceinline__ RowNorm pre_norm(const NormArgs& n, Gains gains, float (&z)[kF][kVec], CompleteSum complete_sum,
+                                            uint4 (&out)[kF]) {
+  const RowNorm norm = norm_fragments(n, gains, z, complete_sum);
+#pragma unroll
+  for (int k = 0; k < kF; ++k) out[k] = pack_bf16x8(z[k]);
+  return norm;
 }
 
 }  // namespace boundary::dev

@@ -1,22 +1,14 @@
 // Device twins of the emulator's primitives (<boundary/reference.hpp>), each pinned to the one
 // PTX instruction the contract names, so that nvcc can neither contract nor approximate it.
-// Named like the emulator function it matches: one grep finds both. The planted-bug switches
-// (boundary/mutant.hpp) here and in the other device headers compile away in production.
+// Named like the emulator function it matches: one grep finds both. Pure: no planted bug lives
+// here (the steps that use them hold the seams).
 #pragma once
-
-#include <boundary/mutant.hpp>
 
 #include <cstdint>
 
 namespace boundary::dev {
 
-__device__ __forceinline__ float mul_rn(float a, float b) {
-  const float p = __fmul_rn(a, b);
-  if constexpr (kMutant == Mutant::ftz_products) {
-    if (fabsf(p) < 0x1p-126f) return copysignf(0.0f, p);
-  }
-  return p;
-}
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 

@@ -1,6 +1,8 @@
 // The contract's summation tree (section 4) on the device, in named layers shared by every
 // kernel: thread (chunk pairs of one fragment, fragments in order), warp (the xor butterfly),
-// CTA (warp totals added in warp order). Its emulator twin is boundary::ref::row_sum.
+// CTA (warp totals added in warp order). The steps carry the contract's names (section 10:
+// chunk_pair, thread_sum, warp_sum, row_sum, norm_factor), as their emulator twins in
+// boundary::ref do; ref::sum_of_squares is the whole tree.
 #pragma once
 
 #include <boundary/device/primitives.cuh>
@@ -9,14 +11,23 @@
 
 namespace boundary::dev {
 
+// The boundary's rounded products (ref::product): mul_rn, except that the ftz_products planted bug
+// flushes a subnormal product to a zero of its sign.
+__device__ __forceinline__ float product(float a, float b) {
+  const float p = mul_rn(a, b);
+  if constexpr (kMutant == Mutant::ftz_products)
+    if (fabsf(p) < 0x1p-126f) return copysignf(0.0f, p);
+  return p;
+}
+
 __device__ __forceinline__ float square_acc(float s, float a, bool fma_squares) {
-  return fma_squares ? fma_rn(a, a, s) : add_rn(s, mul_rn(a, a));
+  return fma_squares ? fma_rn(a, a, s) : add_rn(s, product(a, a));
 }
 
 // Thread layer: chunk_pair of one 8-column fragment, even and odd elements in two chains.
 __device__ __forceinline__ float chunk_pair(const float (&v)[kVec], bool fma_squares) {
-  float e = mul_rn(v[0], v[0]);
-  float o = mul_rn(v[1], v[1]);
+  float e = product(v[0], v[0]);
+  float o = product(v[1], v[1]);
 #pragma unroll
   for (int j = 1; j < kVec / 2; ++j) {
     e = square_acc(e, v[2 * j], fma_squares);
@@ -35,7 +46,7 @@ __device__ __forceinline__ float thread_sum(const float (&v)[kFragments][kVec], 
 }
 
 // Warp layer: u = u + u[lane ^ d] for d = 16, 8, 4, 2, 1; every lane ends with the same bits.
-__device__ __forceinline__ float warp_butterfly_sum(float u) {
+__device__ __forceinline__ float warp_sum(float u) {
   if constexpr (kMutant == Mutant::warp_order) {
 #pragma unroll
     for (int d = 1; d <= 16; d *= 2) u = add_rn(u, __shfl_xor_sync(0xFFFFFFFFu, u, d));
@@ -47,7 +58,7 @@ __device__ __forceinline__ float warp_butterfly_sum(float u) {
 }
 
 // The warp totals of a row added in warp order: S = W[0] + W[1] + ... + W[7].
-__device__ __forceinline__ float warp_totals_sum(const float* totals) {
+__device__ __forceinline__ float row_sum(const float* totals) {
   if constexpr (kMutant == Mutant::cross_warp_order) {
     float s = totals[kWarps - 1];
 #pragma unroll
@@ -64,15 +75,15 @@ __device__ __forceinline__ float warp_totals_sum(const float* totals) {
 // CTA layer: the warp layer, then the warp totals in warp order. scratch: 8 floats of shared
 // memory used by this sum alone (one barrier, no reuse).
 __device__ __forceinline__ float cta_row_sum(float thread_total, float* scratch) {
-  const float w = warp_butterfly_sum(thread_total);
+  const float w = warp_sum(thread_total);
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = w;
   __syncthreads();
-  return warp_totals_sum(scratch);
+  return row_sum(scratch);
 }
 
 // Thread layer when a reference thread's fragments sit in four threads: its chunk pairs, stored at
 // first[k * stride] for fragment k, added in fragment order (thread_sum of the contract).
-__device__ __forceinline__ float thread_sum_of_pairs(const float* first, int stride) {
+__device__ __forceinline__ float thread_sum(const float* first, int stride) {
   // The fragment_order mutant adds them last first (3 .. 0): every fused layout's fold of a
   // reference thread's fragments is this one.
   constexpr bool kReversed = kMutant == Mutant::fragment_order;
@@ -102,7 +113,7 @@ __host__ __device__ constexpr int row_fragment(int cta, int thread) {
 // warps w, w + W, w + 2 W, w + 3 W (W = warps_apart), their chunk pairs at chunk_pairs[32 w' +
 // lane] (row_fragment's layout): its warp total, in every lane of warp w.
 __device__ __forceinline__ float reference_warp_total(const float* chunk_pairs, unsigned warp, unsigned warps_apart) {
-  return warp_butterfly_sum(thread_sum_of_pairs(&chunk_pairs[32 * warp + (threadIdx.x & 31)], 32 * warps_apart));
+  return warp_sum(thread_sum(&chunk_pairs[32 * warp + (threadIdx.x & 31)], 32 * warps_apart));
 }
 
 struct FragmentSumScratch {
@@ -125,13 +136,13 @@ __device__ __forceinline__ float cta_fragment_row_sum(float chunk_pair, Fragment
     if ((threadIdx.x & 31) == 0) scratch.warp_totals[warp] = w;
   }
   __syncthreads();
-  return warp_totals_sum(scratch.warp_totals);
+  return row_sum(scratch.warp_totals);
 }
 
 // rsqrt(fma(S, 2^-13, eps)).
-__device__ __forceinline__ float norm_factor(float row_sum, float eps) {
-  if constexpr (kMutant == Mutant::rsqrt_recip_sqrt) return __frcp_rn(__fsqrt_rn(fma_rn(row_sum, 0x1p-13f, eps)));
-  else return rsqrt_approx_ftz_f32(fma_rn(row_sum, 0x1p-13f, eps));
+__device__ __forceinline__ float norm_factor(float s, float eps) {
+  if constexpr (kMutant == Mutant::rsqrt_recip_sqrt) return __frcp_rn(__fsqrt_rn(fma_rn(s, 0x1p-13f, eps)));
+  else return rsqrt_approx_ftz_f32(fma_rn(s, 0x1p-13f, eps));
 }
 
 }  // namespace boundary::dev
