@@ -44,6 +44,27 @@ __global__ void sm_copy_kernel(const uint4* __restrict__ src, uint4* __restrict_
   for (; i < n; i += stride) dst[i] = src[i];
 }
 
+// The SM copy of a boundary's own bytes: the branch to out and the stream to new_stream (the
+// boundary reads and writes as much), one grid-stride loop over both on sm_copy_kernel's grid,
+// waiting for the previous grid as the fused kernels do (PDL).
+__global__ void boundary_copy_kernel(const uint4* __restrict__ branch, uint4* __restrict__ out, std::size_t n_branch,
+                                     const uint4* __restrict__ stream, uint4* __restrict__ new_stream, std::size_t n) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const auto src = [&](std::size_t i) { return i < n_branch ? branch[i] : stream[i - n_branch]; };
+  const auto store = [&](std::size_t i, const uint4& v) {
+    if (i < n_branch) out[i] = v;
+    else new_stream[i - n_branch] = v;
+  };
+  std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = src(i), b = src(i + stride), c = src(i + 2 * stride), d = src(i + 3 * stride);
+    store(i, a), store(i + stride, b), store(i + 2 * stride, c), store(i + 3 * stride, d);
+  }
+  for (; i < n; i += stride) store(i, src(i));
+}
+
 __global__ void fill_pattern_kernel(std::uint32_t* p, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
@@ -94,6 +115,14 @@ void launch_sm_copy(const void* src, void* dst, std::size_t bytes, int sm_count,
   gpu::cuda_check(cudaGetLastError(), "launching the SM copy kernel");
 }
 
+void launch_boundary_copy(const BoundaryCopy& c, std::int64_t m, int sm_count, cudaStream_t s) {
+  const std::size_t elements = static_cast<std::size_t>(m) * kH;
+  BoundaryCopy k = c;  // the launch takes the arguments' addresses
+  std::size_t n_branch = elements * 2 / 16, n = n_branch + elements * 4 / 16;
+  launch(reinterpret_cast<const void*>(boundary_copy_kernel), static_cast<unsigned>(sm_count * 8), 256, true, s,
+         "boundary copy kernel", &k.branch, &k.out, &n_branch, &k.stream, &k.new_stream, &n);
+}
+
 void fill_pattern(void* p, std::size_t bytes, cudaStream_t s) {
   fill_pattern_kernel<<<1024, 256, 0, s>>>(static_cast<std::uint32_t*>(p), bytes / 4);
   gpu::cuda_check(cudaGetLastError(), "launching fill_pattern");
@@ -106,6 +135,7 @@ void prepare_bench_kernels() {
   gpu::cuda_check(cudaFuncGetAttributes(&a, cluster_barriers_kernel), "loading the cluster barriers kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, traffic_kernel), "loading the traffic kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, sm_copy_kernel), "loading the SM copy kernel");
+  gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_kernel), "loading the boundary copy kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, fill_pattern_kernel), "loading the fill kernel");
 }
 

@@ -6,7 +6,9 @@
 //   - the traffic kernel on that grid: the R partials (or the DraftBoundary's branch) and the stream
 //     in, out and new_stream out, one add per element and no row sums. A latency floor for small m
 //     (one 16-byte word a thread, no loop), no bandwidth ceiling;
-//   - the SM copy: the bandwidth ceiling (16-byte loads and stores, four loads in flight a thread).
+//   - the SM copy: the bandwidth ceiling (16-byte loads and stores, four loads in flight a thread);
+//   - the SM copy of a boundary's own bytes on that grid, PDL on: the time a kernel that only
+//     moves them takes, launch, ramp and tail included, timed like the boundary (per m).
 #pragma once
 
 #include <boundary/types.hpp>
@@ -37,6 +39,15 @@ void launch_traffic(const TrafficParams& p, std::int64_t m, cudaStream_t s);
 
 // dst = src, `bytes` (a multiple of 16) from a grid of 8 CTAs of 256 threads per SM.
 void launch_sm_copy(const void* src, void* dst, std::size_t bytes, int sm_count, cudaStream_t s);
+// The tensors of one boundary's F32 buffer set: branch -> out (BF16), stream -> new_stream (F32).
+struct BoundaryCopy {
+  const uint4* branch;
+  uint4* out;
+  const uint4* stream;
+  uint4* new_stream;
+};
+// Copies m rows of each, on a grid of 8 CTAs of 256 threads per SM, PDL on.
+void launch_boundary_copy(const BoundaryCopy& c, std::int64_t m, int sm_count, cudaStream_t s);
 // A non-constant pattern into `bytes` (a multiple of 4), so that no copy can be elided or compressed.
 void fill_pattern(void* p, std::size_t bytes, cudaStream_t s);
 

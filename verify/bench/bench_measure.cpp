@@ -181,6 +181,15 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
     set_traffic_outputs(sets[i], traffic[i]);
   }
   r.traffic = time_traffic(s, sched, m, traffic);
+  r.copy = time_graph(
+      s, sched,
+      [&](int i) {
+        const BufferSet& x = set(i);
+        launch_boundary_copy({static_cast<const uint4*>(x.branch.get()), static_cast<uint4*>(x.out.get()),
+                              static_cast<const uint4*>(x.stream_f32.get()), static_cast<uint4*>(x.new_stream.get())},
+                             m, b.dev.sm_count, s);
+      },
+      "SM copy of the boundary's bytes");
   sets.clear();  // the all-reduce sets are bigger: free these first
   if (b.options.ranks > 0) r.all_reduce = measure_all_reduce(b, m);
   return r;

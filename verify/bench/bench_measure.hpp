@@ -1,6 +1,6 @@
 // What the benchmark measures: the SM copy ceiling once, then per m the fused DraftBoundary (the
 // dispatched variant, both stream dtypes, each layout forced), the eager chain, its floors (empty
-// launches, the traffic of its bytes) and, with ranks, the all-reduce boundary against its chain.
+// launches, the traffic of its bytes, the SM copy of its bytes) and, with ranks, the all-reduce boundary against its chain.
 #pragma once
 
 #include "bench_inputs.hpp"
@@ -62,6 +62,7 @@ struct RowResult {
   gpu::Layout layout = gpu::Layout::cta;  // the dispatcher's choice for m (fused_f32, fused_bf16)
   Timing cta_f32, cluster_f32, pair_f32, quad_f32;  // each layout forced, F32 stream stored
   Timing traffic;  // the floor of its bytes: the traffic kernel over branch, stream, out and new_stream
+  Timing copy;     // the SM copy of the same four tensors on a full grid (bench_kernels.hpp), PDL on
   double bytes_f32 = 0, bytes_bf16 = 0, bytes_eager = 0;
   std::optional<AllReduceResult> all_reduce;
 

@@ -47,6 +47,7 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
   line("pair layout, F32", r.pair_f32, r.bytes_f32);
   line("quad layout, F32", r.quad_f32, r.bytes_f32);
   line("floor: its traffic", r.traffic, r.bytes_f32);
+  line("floor: SM copy of it", r.copy, r.bytes_f32);
   std::printf("  dispatched layout: %s\n", bg::layout_name(r.layout));
   std::printf("  eager chain moves %.2fx the minimum traffic (%.1f GB/s actual); L2 %.0f MB\n",
               r.bytes_eager / r.bytes_f32, gbps(r.bytes_eager, r.eager), static_cast<double>(dev.l2_bytes) / 1e6);
@@ -88,15 +89,15 @@ std::vector<Target> evaluate(const std::vector<RowResult>& rows, const CopyResul
 }
 
 void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, const std::vector<Target>& targets) {
-  std::printf("\n%6s | %8s | %7s | %12s | %13s | %8s | %11s | %9s | %11s | %10s | %13s | %11s\n", "m", "empty us",
-              "layout", "fused f32 us", "fused bf16 us", "cta us", "cluster us", "eager us", "fused/empty", "fused GB/s",
-              "% of SM copy", "eager/fused");
-  std::printf("%s\n", std::string(147, '-').c_str());
+  std::printf("\n%6s | %8s | %7s | %12s | %13s | %8s | %11s | %9s | %9s | %11s | %10s | %13s | %11s\n", "m",
+              "empty us", "layout", "fused f32 us", "fused bf16 us", "cta us", "cluster us", "eager us", "copy us",
+              "fused/empty", "fused GB/s", "% of SM copy", "eager/fused");
+  std::printf("%s\n", std::string(159, '-').c_str());
   for (const RowResult& r : rows) {
     const double fused_gbps = gbps(r.bytes_f32, r.fused_f32);
-    std::printf("%6lld | %8.2f | %7s | %12.2f | %13.2f | %8.2f | %11.2f | %9.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n",
+    std::printf("%6lld | %8.2f | %7s | %12.2f | %13.2f | %8.2f | %11.2f | %9.2f | %9.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n",
                 static_cast<long long>(r.m), r.empty().median_us, bg::layout_name(r.layout), r.fused_f32.median_us,
-                r.fused_bf16.median_us, r.cta_f32.median_us, r.cluster_f32.median_us, r.eager.median_us,
+                r.fused_bf16.median_us, r.cta_f32.median_us, r.cluster_f32.median_us, r.eager.median_us, r.copy.median_us,
                 r.fused_f32.median_us / r.empty().median_us, fused_gbps, 100.0 * fused_gbps / copy.gbps_median(),
                 r.eager.median_us / r.fused_f32.median_us);
   }
@@ -105,7 +106,8 @@ void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, con
   std::printf("cudaMemcpyAsync D2D bandwidth: %.1f GB/s median, %.1f GB/s best (the same buffers; not the ceiling)\n",
               copy.memcpy.gbps_median, copy.memcpy.gbps_best);
   std::printf("medians of graph replays, us per boundary; empty = the faster of an empty kernel with and without PDL,"
-              " same grid;\nGB/s on the minimum traffic (F32 stream stored: 12 B per element + gates and weights once);"
+              " same grid;\ncopy = the SM copy of the boundary's own tensors (branch -> out, stream -> new_stream), full grid,"
+              " PDL, the same buffer sets;\nGB/s on the minimum traffic (F32 stream stored: 12 B per element + gates and weights once);"
               " m < %lld L2-resident, larger m rotated from HBM\n",
               static_cast<long long>(kRotateFromRows));
   std::printf("targets: fused <= %.1f us per boundary for m <= %lld; fused >= %.0f%% of the SM copy bandwidth for m >= %lld\n",
@@ -184,6 +186,7 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
                          {"pair_f32", timing_json(r.pair_f32)},
                          {"quad_f32", timing_json(r.quad_f32)},
                          {"floor_traffic", timing_json(r.traffic)},
+                         {"floor_sm_copy", timing_json(r.copy)},
                          {"min_bytes_f32", r.bytes_f32},
                          {"min_bytes_bf16", r.bytes_bf16},
                          {"eager_bytes", r.bytes_eager},
