@@ -39,10 +39,19 @@ function(boundary_add_test name)
 endfunction()
 
 # The code that runs for minutes in the sanitized tests (the emulator, its twins, the suites): -O2
-# there although the sanitizer build compiles at -O1 (cmake/test.sh), which compiles the rest,
-# mostly JSON and CLI templates run briefly, about a third faster.
+# there although the sanitizer build compiles at -O1 (cmake/test.sh), which compiles the rest about
+# a third faster.
 function(boundary_hot_code target)
   if(BOUNDARY_SANITIZE)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O2>)
   endif()
+endfunction()
+
+# Code that is costly to compile and runs for moments: the verify tests' own sources (doctest, JSON
+# and file-format templates around calls into the libraries) in every build, and the subcommands'
+# parsing, JSON and orchestration in the sanitizer build (verify/CMakeLists.txt). -O0 compiles it
+# in about half the time of -O3 (Release) or -O1 (sanitizers, where -O0 also leaves every access
+# instrumented); the library code the tests check keeps the build's level.
+function(boundary_brief_code target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O0>)
 endfunction()

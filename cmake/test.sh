@@ -13,9 +13,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
 
 # Line tables only (-g1): all a sanitizer's stack trace reads, at about four fifths of -g's compile
-# time. -O1: compiles the JSON and CLI templates, most of this build, about a third faster than -O2;
-# the code that runs for minutes here (the emulator, its twins, the suites) keeps -O2
-# (boundary_hot_code, cmake/BoundaryFlags.cmake).
+# time. -O1: compiles the JSON and CLI templates about a third faster than -O2; the code that runs
+# for minutes here (the emulator, its twins, the suites) keeps -O2 (boundary_hot_code), the
+# subcommands' parsing and the verify tests' own sources, run for moments, take -O0
+# (boundary_brief_code; both in cmake/BoundaryFlags.cmake).
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -DBOUNDARY_SANITIZE=ON -DBOUNDARY_GPU_PROGRAMS=OFF
 # The Release tests run while the sanitizer build compiles: either alone leaves cores idle (the

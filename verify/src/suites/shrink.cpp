@@ -162,6 +162,8 @@ class Shrinker {
       if (chunk == 0) return;
       bool removed = false;
       for (std::size_t start = 0; start < list.size(); start += chunk) {
+        // A spent budget rejects every candidate unseen: stop building them (each a copy of the case).
+        if (calls_ >= max_calls_) return;
         Case candidate = current_;
         const std::vector<Field> f = fields(candidate);
         for (std::size_t i = start; i < std::min(start + chunk, list.size()); ++i) make_trivial(f, list[i]);
@@ -176,6 +178,7 @@ class Shrinker {
 
   void simplify_values() {
     for (const Element& e : nontrivial(current_)) {
+      if (calls_ >= max_calls_) return;  // as in remove()
       for (bool simplified = true; simplified;) {
         simplified = false;
         const Field f = fields(current_)[e.field];
