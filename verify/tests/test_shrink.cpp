@@ -42,6 +42,41 @@ shrink::Case realistic_case(const Constants& c, StreamDtype dtype, std::uint64_t
 bool same(const shrink::Case& a, const shrink::Case& b) {
   return st::serialize(shrink::to_inputs(a)) == st::serialize(shrink::to_inputs(b));
 }
+
+// k with one non-trivial element made trivial, for each such element (the trivial values of the
+// "trivial elements" test below, compared as bit patterns).
+std::vector<shrink::Case> each_element_trivial(const shrink::Case& k) {
+  std::vector<shrink::Case> out;
+  const auto each = [&](auto member, auto trivial) {
+    const auto& v = k.*member;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (std::memcmp(&v[i], &trivial, sizeof trivial) == 0) continue;
+      shrink::Case c = k;
+      (c.*member)[i] = trivial;
+      out.push_back(std::move(c));
+    }
+  };
+  each(&shrink::Case::branch, std::uint16_t{0});
+  each(&shrink::Case::stream_f32, 0.0f);
+  each(&shrink::Case::stream_bf16, std::uint16_t{0});
+  each(&shrink::Case::alpha, 1.0f);
+  each(&shrink::Case::beta, 0.0f);
+  // Weights are bytes: an element is 2 of them (BF16, FP16) or 4 (FP32), made +0 together.
+  const auto each_weight = [&](std::vector<std::uint8_t> shrink::Case::*member, const NormConstants& norm) {
+    const std::vector<std::uint8_t>& w = k.*member;
+    if (w.empty()) return;
+    const std::size_t size = norm.weight_dtype == WeightDtype::fp32 ? 4 : 2;
+    for (std::size_t at = 0; at < w.size(); at += size) {
+      if (std::all_of(w.begin() + at, w.begin() + at + size, [](std::uint8_t b) { return b == 0; })) continue;
+      shrink::Case c = k;
+      std::fill((c.*member).begin() + at, (c.*member).begin() + at + size, 0);
+      out.push_back(std::move(c));
+    }
+  };
+  each_weight(&shrink::Case::post_weight, k.constants.post);
+  each_weight(&shrink::Case::pre_weight, k.constants.pre);
+  return out;
+}
 }  // namespace
 
 TEST_CASE("connection_fma: a realistic row shrinks to a handful of simple elements, still failing, a fixed point") {
@@ -57,6 +92,11 @@ TEST_CASE("connection_fma: a realistic row shrinks to a handful of simple elemen
     CHECK(r.nontrivial_after == shrink::nontrivial_elements(r.minimal));
     CHECK(r.predicate_calls < 3000);
     CHECK(still_fails(r.minimal));
+    // The budget was not spent, so the result is 1-minimal: no single element can go. (A
+    // shrinker that stops early, with its budget left, leaves one that can.)
+    const std::vector<shrink::Case> simpler = each_element_trivial(r.minimal);
+    CHECK(simpler.size() == static_cast<std::size_t>(r.nontrivial_after));
+    for (const shrink::Case& c : simpler) CHECK_FALSE(still_fails(c));
     const shrink::Result again = shrink::shrink(r.minimal, still_fails, 3000);
     CHECK(again.steps == 0);
     CHECK(same(again.minimal, r.minimal));
