@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>

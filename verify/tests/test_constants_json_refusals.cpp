@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
