@@ -118,9 +118,8 @@ Variant AllReduceBoundary::launch_variant(std::span<const TensorView> partials, 
 AllReduceParams AllReduceBoundary::launch_params(std::span<const TensorView> partials, const TensorView& stream,
                                                  const Outputs& outputs) const {
   AllReduceParams a{};
-  a.boundary = params(constants_, operands_, partials[0], stream, outputs);
+  a.boundary = boundary_params(partials[0], stream, outputs);
   a.boundary.branch = nullptr;
-  a.boundary.ctas = sm_count_;
   fill_ranks(partials, a.partials);
   a.ranks = static_cast<int>(partials.size());
   return a;

@@ -2,6 +2,7 @@
 // same checks as run(), then the debug or a planted-bug kernel.
 #include "diagnostics_launch.hpp"
 #include "host_checks.hpp"
+#include "row_counter.hpp"
 
 #include <boundary/gpu/diagnostics.hpp>
 
@@ -77,10 +78,8 @@ DiagnosticBoundary::Launch DiagnosticBoundary::checked(const char* what, const T
 DiagnosticBoundary::Launch DiagnosticBoundary::unchecked(const TensorView& branch, const TensorView& stream,
                                                          const Outputs& outputs, std::optional<Variant> variant) const {
   const std::int64_t m = branch.shape[0];
-  Launch l{params(constants_, operands_, branch, stream, outputs),
-           variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr), m};
-  l.params.ctas = sm_count_;
-  return l;
+  return Launch{boundary_params(branch, stream, outputs),
+                variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr), m};
 }
 
 void DiagnosticBoundary::run_with_intermediates(const TensorView& branch, const TensorView& stream,
@@ -144,6 +143,14 @@ void DiagnosticAllReduceBoundary::prepare_mutant(Mutant m, const Variant& varian
   if (variant.layout == Layout::cta) launch_variant({}, {}, {}, variant);  // refuses it, as prepare() does
   const DeviceScope scope(device_);
   cuda_check(build.prepare_all_reduce(variant, ranks), "preparing a planted-bug all-reduce boundary kernel");
+}
+
+void occupy_row_counter(const BoundaryBase& b, std::uint32_t foreign_tag) {
+  const unsigned long long held = static_cast<unsigned long long>(foreign_tag) << 32;
+  const DeviceScope scope(b.device_);
+  cuda_check(cudaMemcpy(b.row_counter_->words(), &held, sizeof held, cudaMemcpyHostToDevice),
+             "occupying the row counter");
+  cuda_check(cudaDeviceSynchronize(), "occupying the row counter");
 }
 
 void run_after_producer(DiagnosticBoundary& b, Mutant m, const void* src_branch, const TensorView& dst_branch,

@@ -1,6 +1,7 @@
 // The host API: checks once, launches many times.
 #include "host_checks.hpp"
 #include "launch.hpp"
+#include "row_counter.hpp"
 
 #include <boundary/gpu/draft_boundary.hpp>
 
@@ -47,6 +48,15 @@ BoundaryBase::BoundaryBase(const Constants& constants, const Operands& operands)
   require(operands.beta, "beta", {Dtype::f32}, {kH}, 32);
   check_weight(constants.post, operands.post_weight, "post_weight");
   check_weight(constants.pre, operands.pre_weight, "pre_weight");
+  row_counter_ = std::make_shared<RowCounter>();
+}
+
+BoundaryParams BoundaryBase::boundary_params(const TensorView& branch, const TensorView& stream,
+                                             const Outputs& outputs) const {
+  BoundaryParams p = params(constants_, operands_, branch, stream, outputs);
+  p.ctas = sm_count_;
+  p.handout = row_counter_->next_launch();
+  return p;
 }
 
 bool BoundaryBase::takes(const TensorView& branch, const TensorView& stream) const {
@@ -126,9 +136,7 @@ void DraftBoundary::launch(const TensorView& branch, const TensorView& stream, c
                            cudaStream_t cuda_stream, std::optional<Variant> variant) {
   const std::int64_t m = branch.shape[0];
   const Variant v = variant ? *variant : variant_for(m, stream_dtype(stream), outputs.new_stream.data != nullptr);
-  detail::BoundaryParams p = params(constants_, operands_, branch, stream, outputs);
-  p.ctas = sm_count_;
-  cuda_check(detail::launch_draft_boundary(p, m, v, cuda_stream),
+  cuda_check(detail::launch_draft_boundary(boundary_params(branch, stream, outputs), m, v, cuda_stream),
              "launching the DraftBoundary kernel");
 }
 

@@ -6,7 +6,9 @@
 // fills (cp.async.bulk), so that the next rows land while one reduces; gates and weights are
 // loaded once per CTA. It serves the DraftBoundary (one rank: the branch, passed unchanged) and
 // the all-reduce boundary (R partials summed in rank order). Layout::cluster, one row per cluster
-// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh.
+// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh. With a row hand-out (cta only, when m
+// exceeds the rows its stages hold at once), each CTA's first rows are fixed as above and every
+// later one is taken from the boundary object's counter (row_handout.cuh).
 //
 // One source, several builds: the production kernel (draft_boundary_kernel.cu), the debug build
 // that also writes the intermediates (draft_boundary_debug.cu), and the planted-bug builds
@@ -20,6 +22,7 @@
 #include <boundary/device/bulk_copy.cuh>
 #include <boundary/device/fragment_stages.cuh>
 #include <boundary/device/pdl_launch.cuh>
+#include <boundary/device/row_handout.cuh>
 #include <boundary/gpu/diagnostics.hpp>
 #include <boundary/mutant.hpp>
 
@@ -38,14 +41,16 @@ inline constexpr int kMaxStages = 8;
 
 // A CTA's shared memory before its ring of stages: the gammas of its columns (computed once per
 // CTA; shared memory as room the registers lack), the row sums' scratch (two alternating ones on
-// a cluster, cluster_row_sum) and two barriers a stage: its branch (the partials) landed, its
-// stream landed. The post norm needs only the branch, so it starts while the stream, two thirds
-// of a row's bytes with an F32 stream, is still on its way.
+// a cluster, cluster_row_sum), two barriers a stage: its branch (the partials) landed, its
+// stream landed, and the row a stage holds (-1: none, the CTA's rows are done). The post norm
+// needs only the branch, so it starts while the stream, two thirds of a row's bytes with an F32
+// stream, is still on its way.
 template <int kCtas>
 struct RingShared {
   float post_gamma[kH / kCtas], pre_gamma[kH / kCtas];
   std::conditional_t<kCtas == 1, FragmentSumScratch, ClusterSumScratch<kCtas>> sum[kCtas == 1 ? 1 : 2];
   std::uint64_t branch_landed[kMaxStages], stream_landed[kMaxStages];
+  std::int64_t stage_row[kMaxStages];
 };
 template <int kCtas>
 inline constexpr std::uint32_t kRingFixedBytes = (sizeof(RingShared<kCtas>) + 127) / 128 * 128;
@@ -66,7 +71,8 @@ __device__ __forceinline__ void store_row_value(float* p, std::int64_t row, floa
 //
 // The gates stay in registers and the gammas in shared memory for all the CTA's rows: loaded
 // once, before the PDL wait (overlapping the previous grid's tail) unless late. Warp 0 keeps
-// p.stages rows in flight: it refills a stage when it is done with that stage's row.
+// p.stages rows in flight: it refills a stage when it is done with that stage's row, with the
+// row `stages` further on, or with a row from the hand-out (p.handout.words set: cta only).
 template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
 __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Intermediates& d) {
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
@@ -120,6 +126,13 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
                             kSegment * sizeof(Stream), &sh.stream_landed[slot]);
     }
   };
+  // Stage `slot` gets row `row`, or none (-1: the barriers complete with no bytes). Lane 0 writes
+  // the row before its arrival, which releases it to the threads that wait for the stage.
+  const auto issue = [&](std::int64_t row, int slot) {
+    if (threadIdx.x == 0) sh.stage_row[slot] = row;
+    if (row >= 0) load_row(row, slot);
+    else if (threadIdx.x == 0) barrier_arrive(&sh.branch_landed[slot]), barrier_arrive(&sh.stream_landed[slot]);
+  };
   // This thread's fragment of a landed stage: the branch (all-reduced) in x; the stream in s.
   const auto read_branch = [&](int slot, float (&x)[kVec]) {
     const unsigned char* st = stage(slot);
@@ -158,9 +171,11 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   pdl_wait();
   pdl_launch_dependents();
   const std::int64_t first = blockIdx.x / kCtas, step = gridDim.x / kCtas;
+  const std::int64_t fixed = stages * step;  // rows fixed per CTA: stage i of cluster c starts with c + i step
+  const RowHandout handout = kCtas == 1 ? p.handout : RowHandout{};
   if (threadIdx.x < 32)
-    for (int i = 0; i < stages; ++i)
-      if (first + i * step < p.rows) load_row(first + i * step, i);
+    for (int i = 0; i < stages; ++i) issue(first + i * step < p.rows ? first + i * step : -1, i);
+  if (handout.words && threadIdx.x == 0) handout_join();
   if (late) load_gates();  // while the first rows' copies are under way
   {
     float g[kVec];
@@ -184,8 +199,10 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   };
   const bool leader = part == 0;
   int slot = 0;
-  for (std::int64_t row = first; row < p.rows; row += step) {
+  for (;;) {
     barrier_wait(&sh.branch_landed[slot], parity);
+    const std::int64_t row = sh.stage_row[slot];
+    if (row < 0) break;  // every later stage is empty too: rows are issued in stage order
     float x[1][kVec], s[1][kVec];
     read_branch(slot, x[0]);
 
@@ -214,16 +231,25 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
       store_row_value(d.r2, row, pre.r, leader);
     }
     *reinterpret_cast<uint4*>(p.out + at) = out[0];
-    // Refill the stage: every thread has read it (the stream at the connection) before the pre
-    // norm's row sum, whose barrier warp 0 has passed. Here, with the row's values dead, warp 0 has
-    // the registers that the copies' addresses need.
-    if (threadIdx.x < 32 && row + stages * step < p.rows) {
-      fence_proxy_async_shared();
-      load_row(row + stages * step, slot);
+    // Refill the stage: every thread has read it (its row, and the stream at the connection)
+    // before the pre norm's row sum, whose barrier warp 0 has passed. Here, with the row's values
+    // dead, warp 0 has the registers that the copies' addresses and the ticket need.
+    if (threadIdx.x < 32) {
+      std::int64_t next = row + fixed;
+      if (handout.words) {
+        if (threadIdx.x == 0) {
+          const unsigned long long claimed = handout_claim(handout);
+          next = fixed + handout_index(handout, claimed, handout_ticket(handout));
+        }
+        next = __shfl_sync(0xFFFFFFFFu, next, 0);
+      }
+      if (next < p.rows) fence_proxy_async_shared();
+      issue(next < p.rows ? next : -1, slot);
     }
     if (++slot == stages) slot = 0, parity ^= 1u;
     sum_parity ^= 1u;
   }
+  if (handout.words && threadIdx.x == 0) handout_leave(handout);
 }
 
 // At most 64 registers a thread: 1024 of them fill an SM's register file. The debug build, whose
@@ -300,7 +326,9 @@ cudaError_t resident_groups(Kernel kernel, std::size_t shared, int sm_count, int
 
 // m rows of a (R = a.ranks partials; 1 with kOneRank) in the persistent layout of kCtas CTAs a
 // row, with v's gates and PDL: as many clusters as are resident at once, fewer when that
-// leaves the rows per cluster the same (the slowest cluster sets the time).
+// leaves the rows per cluster the same (the slowest cluster sets the time). The cta layout hands
+// rows out (a.boundary.handout) when m exceeds what the stages of every resident CTA hold: then
+// every resident CTA runs and the counter, not a stride, balances them.
 template <int kCtas, bool kOneRank, class Intermediates>
 cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
                         const Intermediates& d) {
@@ -315,8 +343,10 @@ cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant&
     return e;
   int resident = 0;
   if (const cudaError_t e = resident_groups<kCtas>(kernel, full, a.boundary.ctas, &resident); e != cudaSuccess) return e;
+  const bool handout = kCtas == 1 && a.boundary.handout.words != nullptr &&
+                       m > static_cast<std::int64_t>(ring.stages) * resident;
   const std::int64_t per = (m + resident - 1) / resident;
-  const std::int64_t clusters = (m + per - 1) / per;
+  const std::int64_t clusters = handout ? resident : (m + per - 1) / per;
   // No more stages than rows a cluster: a stage no row fills is room taken for nothing. (Measured
   // neutral on an H200 so far: pair at m = 132, 5.10 us with one stage, 5.11 with four.)
   const int stages = static_cast<int>(std::min<std::int64_t>(ring.stages, per));
@@ -325,6 +355,7 @@ cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant&
   q.boundary.late_gates = v.late_gates;
   q.boundary.rows = m;
   q.boundary.stages = stages;
+  q.boundary.handout = handout ? a.boundary.handout : dev::RowHandout{};
   return launch_pdl_cluster(kernel, dim3(static_cast<unsigned>(clusters * kCtas)), dim3(kRowThreads / kCtas), kCtas,
                             shared, v.pdl, s, q, d);
 }

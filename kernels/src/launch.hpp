@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boundary/device/norm_args.hpp>
+#include <boundary/device/row_handout.hpp>
 #include <boundary/gpu/draft_boundary.hpp>
 
 #include <cuda_runtime_api.h>
@@ -23,6 +24,7 @@ struct BoundaryParams {
   std::int64_t rows;  // m (set by the launcher)
   int ctas;           // the device's SM count (the persistent layouts' grids follow from it)
   int stages;         // the persistent layouts' ring: row stages in shared memory (set by the launcher)
+  dev::RowHandout handout;  // the object's counter and this launch's tag; the launcher clears it where unused
 };
 
 // Fused DraftBoundary, m rows in v's layout.

@@ -83,6 +83,12 @@ class DiagnosticAllReduceBoundary : public AllReduceBoundary {
   void prepare_mutant(Mutant m, const Variant& variant, int ranks, cudaStream_t stream = nullptr);
 };
 
+// Makes b's row counter look held by another launch (tag foreign_tag, not 0): b's next cta launch
+// that hands rows out must trap, its error surfacing at the next synchronization. For the test
+// that two launches of one object at once fail loudly; the CUDA context is lost afterwards, so
+// that test runs in a process of its own. Synchronous; throws CudaError.
+void occupy_row_counter(const BoundaryBase& b, std::uint32_t foreign_tag);
+
 // Copies `bytes` (a multiple of 16) from src to dst, launched normally (no PDL attribute). Every
 // block triggers griddepcontrol.launch_dependents first and then sleeps about delay_ns before
 // copying: a PDL dependent may start at once, and one that read dst before its

@@ -13,12 +13,18 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace boundary::gpu {
+
+namespace detail {
+struct BoundaryParams;
+class RowCounter;
+}  // namespace detail
 
 // A CUDA call failed: the message names the call and CUDA's error. Tools map it to exit code 3.
 class CudaError : public std::runtime_error {
@@ -54,7 +60,9 @@ struct Outputs {
 // only the time does. Every layout has one 8-column fragment a thread.
 // - cta: a persistent grid of one CTA of 1024 threads per SM, rows strided over the CTAs; each CTA
 //   loads its gates and weights once and streams its rows through a ring of shared-memory stages
-//   that bulk copies fill. DraftBoundary only (R partials do not fit its stages).
+//   that bulk copies fill. DraftBoundary only (R partials do not fit its stages). Above the rows
+//   its stages hold at once (3 a CTA with an F32 stream, 4 with BF16), each CTA's later rows are
+//   handed out at run time by a counter of the object's (see BoundaryBase).
 // - pair, quad: the same on clusters of 2 (4) CTAs of 512 (256) threads, each CTA a half (a
 //   quarter) of every row of its cluster, the row sums completed across the cluster; two clusters'
 //   CTAs share an SM.
@@ -88,6 +96,14 @@ struct OwnedOutputs {
 // What both implementations share: the checked constants and operands. The operands are views
 // (not owned) and must outlive the object. With early gates (m <= SM count) they are read before
 // the PDL wait: a kernel just before the boundary must not write them.
+//
+// One launch of an object at a time: the cta layout's launches above its stages' rows take rows
+// from a counter in device memory that the object owns (copies of the object share it), and two
+// such launches running at once on two streams would share it. Each launch carries its own tag,
+// and a kernel that meets another launch's tag traps (the launch fails, and with it the CUDA
+// context): use one object per concurrent stream. Launches in one stream, PDL and CUDA graphs
+// included, are fine. Construct objects outside a CUDA graph capture (the counter is zeroed
+// synchronously), and keep them alive as long as a graph that launches them.
 class BoundaryBase {
  public:
   // Throws InputError naming the operand: missing, wrong shape [8192], dtype or alignment,
@@ -112,10 +128,18 @@ class BoundaryBase {
   const Constants& constants() const { return constants_; }
 
  protected:
+  // The kernel parameters of one launch: the tensors, the constants and operands, the SM count
+  // and the row counter with a fresh tag.
+  detail::BoundaryParams boundary_params(const TensorView& branch, const TensorView& stream, const Outputs& outputs) const;
+
   Constants constants_;
   Operands operands_;
   int device_ = 0;
   int sm_count_ = 0;
+  std::shared_ptr<detail::RowCounter> row_counter_;
+
+  // For the test that a foreign tag traps (boundary/gpu/diagnostics.hpp).
+  friend void occupy_row_counter(const BoundaryBase& b, std::uint32_t foreign_tag);
 };
 
 class DraftBoundary : public BoundaryBase {

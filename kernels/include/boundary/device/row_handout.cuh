@@ -1,0 +1,53 @@
+// Rows handed out at run time: a persistent grid whose CTAs take their next row from a counter
+// instead of a fixed stride. SMs stream at different rates (on an H200 the CTAs of a statically
+// divided m = 8192 finished 179 to 219 us after their start); taken from a counter, every CTA
+// ends within a row of the others.
+//
+// The counter is state that outlives a launch: it belongs to one boundary object, and it must be
+// back at zero when the next launch starts. Two words:
+//   rows = tag << 32 | rows handed out;   done = CTAs that have left,
+// the tag naming the launch that holds the counter (the host's sequence number, a kernel
+// parameter, never 0, baked into a CUDA graph like any other). A launch claims the idle word (0)
+// for its tag; the CTA that leaves last resets both words. A
+// CTA that finds another launch's tag traps: two launches of one object at once (two streams)
+// would otherwise skip and repeat rows silently. The words are only touched after the PDL wait,
+// when the previous launch on the stream has finished, reset included: handout_join waits for it
+// itself, since a planted-bug build may leave out the kernel's own PDL wait.
+#pragma once
+
+#include <boundary/device/row_handout.hpp>
+
+namespace boundary::dev {
+
+// One thread of each CTA, before its first ticket: the previous grid has finished (a no-op after
+// the kernel's own PDL wait).
+__device__ __forceinline__ void handout_join() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+// Thread-level: issue the claim and the next ticket back to back (one thread; the two atomics
+// reach the same word in program order), check them when the ticket is used.
+__device__ __forceinline__ unsigned long long handout_claim(const RowHandout& h) {
+  return atomicCAS(h.words, 0ull, static_cast<unsigned long long>(h.tag) << 32);
+}
+__device__ __forceinline__ unsigned long long handout_ticket(const RowHandout& h) { return atomicAdd(h.words, 1ull); }
+
+// The index a ticket stands for; traps when the word held another launch's tag (at the claim:
+// `claimed`, or at the ticket).
+__device__ __forceinline__ std::uint32_t handout_index(const RowHandout& h, unsigned long long claimed,
+                                                       unsigned long long ticket) {
+  const bool claim_ok = claimed == 0 || static_cast<std::uint32_t>(claimed >> 32) == h.tag;
+  if (!claim_ok || static_cast<std::uint32_t>(ticket >> 32) != h.tag) __trap();
+  return static_cast<std::uint32_t>(ticket);
+}
+
+// One thread of each CTA, after its last ticket: the CTA that leaves last resets both words for
+// the next launch (whose tickets come after its PDL wait, so after this grid's end).
+__device__ __forceinline__ void handout_leave(const RowHandout& h) {
+  __threadfence();  // this CTA's tickets before its count
+  if (atomicAdd(h.words + 1, 1ull) == gridDim.x - 1ull) {
+    __threadfence();  // every CTA's count (and so its tickets) before the reset
+    atomicExch(h.words, 0ull);
+    atomicExch(h.words + 1, 0ull);
+  }
+}
+
+}  // namespace boundary::dev

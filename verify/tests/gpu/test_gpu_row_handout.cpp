@@ -1,0 +1,115 @@
+// The cta layout's row hand-out (boundary/device/row_handout.cuh): above the rows its stages hold
+// at once (3 a CTA with an F32 stream, 4 with BF16: 396 and 528 rows on 132 SMs), each CTA's later
+// rows come from the boundary object's counter at run time. Every m above that in the other GPU
+// tests runs it (m = 1000 and 4096, where cta is the default layout; 1,000 CUDA graph replays of m = 1000,
+// the counter back at zero after each). Here: two objects on two streams at once, and one object
+// whose counter another launch holds, which must fail loudly, in a process of its own (its trap
+// ends the CUDA context).
+#include "gpu_test_launches.hpp"
+
+#include <boundary/gpu/diagnostics.hpp>     // occupy_row_counter
+#include <boundary/gpu/rank_launcher.hpp>   // launch_ranks, this_executable
+
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+using namespace gpu_test;
+
+namespace {
+
+constexpr std::int64_t kM = 1000;
+
+// Rows are handed out at kM for both stream dtypes on this device, in the layout the object picks.
+void require_handout(const Subject& s) {
+  for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) REQUIRE(s.fused.variant_for(kM, sd, true).layout == gpu::Layout::cta);
+  REQUIRE(kM > 4 * static_cast<std::int64_t>(s.fused.sm_count()));
+}
+
+constexpr const char* kOccupiedCase = "row hand-out: a launch that meets another launch's tag traps (own process)";
+
+}  // namespace
+
+TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, every launch == the emulator") {
+  const HostRows& host = realistic_rows();
+  const DeviceRows rows(host);
+  const NamedConstants k{"post-ffn (stock)", post_ffn(), true};
+  Subject a(k, realistic_operands(k.constants)), b(k, realistic_operands(k.constants));
+  require_handout(a);
+  constexpr int kLaunches = 8;
+  struct Side {
+    Subject& s;
+    StreamDtype sd;
+    std::int64_t first;  // its data rows
+    Stream stream{cudaStreamNonBlocking};
+    DeviceBuffer out{bytes16(kM) * kLaunches}, ns{bytes32(kM) * kLaunches};
+  };
+  Side sides[] = {{a, StreamDtype::f32, 0}, {b, StreamDtype::bf16, 1000}};
+  for (Side& side : sides) {
+    side.s.fused.prepare(side.s.fused.variant_for(kM, side.sd, true), side.stream);
+    poison(side.out.get(), side.out.bytes(), side.stream);
+    poison(side.ns.get(), side.ns.bytes(), side.stream);
+    CUDA_CHECK(cudaStreamSynchronize(side.stream));
+  }
+  // Interleaved, no synchronization: the streams' launches overlap (each takes every SM it finds).
+  for (int i = 0; i < kLaunches; ++i)
+    for (Side& side : sides) {
+      const gpu::Outputs o{TensorView{side.out.at(bytes16(kM) * i), Dtype::bf16, {kM, kH}},
+                           TensorView{side.ns.at(bytes32(kM) * i), Dtype::f32, {kM, kH}}};
+      side.s.fused.launch(rows.branch_view(side.first, kM), rows.stream_view(side.sd, side.first, kM), o, side.stream);
+    }
+  const Bench staging(kM);
+  for (Side& side : sides) {
+    CUDA_CHECK(cudaStreamSynchronize(side.stream));
+    const Expected want = emulate(side.s, host, side.sd, kM, side.first);
+    for (int i = 0; i < kLaunches; ++i) {
+      const std::string context = side.s.name + " | stream " + (side.sd == StreamDtype::f32 ? "F32" : "BF16") +
+                                  " | launch " + std::to_string(i) + " of m = " + std::to_string(kM);
+      expect_bits(context, "out", staging.fetch_out(side.out.at(bytes16(kM) * i), kM), want.out_rows(0, kM), "the emulator",
+                  side.first);
+      expect_bits(context, "new_stream", staging.fetch_new_stream(side.ns.at(bytes32(kM) * i), kM),
+                  want.new_stream_rows(0, kM), "the emulator", side.first);
+    }
+  }
+}
+
+TEST_CASE("row hand-out: one object's counter held by another launch fails the launch loudly") {
+  const gpu::ChannelDir dir;
+  const std::vector<gpu::RankExit> exits = gpu::launch_ranks(
+      gpu::this_executable(), 1,
+      [](int) { return std::vector<std::string>{"--no-skip", std::string("--test-case=") + kOccupiedCase}; }, dir.path(),
+      std::chrono::minutes(2));
+  REQUIRE(exits.size() == 1);
+  INFO("the process: " << exits[0].describe() << "\n" << exits[0].log_tail(4000));
+  CHECK(exits[0].ok());
+  CHECK(exits[0].log.find("the launch's error: cuda") != std::string::npos);
+}
+
+// Run by the case above only. No Stream or pinned buffer here: their destructors check CUDA's
+// answer, which after the trap is the context's error.
+TEST_CASE(kOccupiedCase * doctest::skip()) {
+  const HostRows& host = realistic_rows();
+  const DeviceRows rows(host);
+  const NamedConstants k{"post-ffn (stock)", post_ffn(), true};
+  Subject s(k, realistic_operands(k.constants));
+  require_handout(s);
+  const DeviceBuffer out(bytes16(kM)), ns(bytes32(kM));
+  const gpu::Outputs o{TensorView{out.get(), Dtype::bf16, {kM, kH}}, TensorView{ns.get(), Dtype::f32, {kM, kH}}};
+  const auto launch = [&] {
+    s.fused.run(rows.branch_view(0, kM), rows.stream_view(StreamDtype::f32, 0, kM), o, nullptr);
+    return cudaStreamSynchronize(nullptr);
+  };
+  // The control: with the counter idle the same launch succeeds and is right, so the failure
+  // below is the foreign tag's.
+  REQUIRE(launch() == cudaSuccess);
+  std::vector<std::uint16_t> got(elements(kM));
+  REQUIRE(cudaMemcpy(got.data(), out.get(), bytes16(kM), cudaMemcpyDeviceToHost) == cudaSuccess);
+  const Expected want = emulate(s, host, StreamDtype::f32, kM);
+  expect_bits<std::uint16_t>("idle counter", "out", got, want.out_rows(0, kM), "the emulator");
+
+  gpu::occupy_row_counter(s.fused, 0xB0B);
+  const cudaError_t e = launch();
+  CHECK(e != cudaSuccess);
+  std::printf("the launch's error: %s\n", cudaGetErrorName(e));
+  std::fflush(stdout);
+}
