@@ -76,36 +76,35 @@ __device__ void copy_grid_stride(const Words& w) {
 
 // Work handed out at run time: each CTA takes the next chunk from counter[0] until none is left,
 // so an SM that streams faster copies more chunks and the copy ends with the GPU's average rate,
-// not its slowest SM's. Within a chunk the same four loads in flight a thread as
-// copy_grid_stride (more would not fit the 32 registers of 8 CTAs a SM), so that the two copies
-// differ only in how the work is divided. 64 KB a chunk (kChunkRounds rounds of 4 words a
-// thread): one atomic for each 64 KB, and a tail of at most one chunk a CTA; a smaller chunk
-// would shorten the tail at more atomics (worth measuring). counter[1] counts the CTAs done; the
-// last one sets both back to zero, so that the next launch (a graph replay) starts at chunk 0.
-constexpr int kChunkRounds = 4;
-constexpr std::size_t kChunkWords = kChunkRounds * 4 * kCopyThreads;
+// not its slowest SM's. A chunk is one round of the grid-stride copy's four 16-byte loads in
+// flight a thread (more would not fit the 32 registers of 8 CTAs a SM): 16 KB, so that even m =
+// 1024 (48 MB) gives every CTA about three chunks and the tail is short. Thread 0 takes the next
+// chunk's ticket before copying this one, so the atomic's latency hides behind the copy, and hands
+// it over through shared memory (double-buffered: one barrier a chunk). counter[1] counts the CTAs
+// done; the last sets both back to zero, so that the next launch (a graph replay) starts at chunk 0.
+constexpr std::size_t kChunkWords = 4 * kCopyThreads;
 
 template <class Words>
 __device__ void copy_chunks(const Words& w, unsigned* counter) {
-  __shared__ unsigned taken;
+  __shared__ unsigned taken[2];
   const std::size_t n = w.n, chunks = (n + kChunkWords - 1) / kChunkWords;
-  for (;;) {
-    if (threadIdx.x == 0) taken = atomicAdd(&counter[0], 1u);
-    __syncthreads();
-    const std::size_t chunk = taken;
-    __syncthreads();  // every thread has read `taken` before thread 0 takes the next chunk
-    if (chunk >= chunks) break;
-    std::size_t i = chunk * kChunkWords + threadIdx.x;
+  if (threadIdx.x == 0) taken[0] = atomicAdd(&counter[0], 1u);
+  __syncthreads();
+  for (int k = 0;; k ^= 1) {
+    const std::size_t chunk = taken[k];
+    if (chunk >= chunks) break;  // the same for every thread: they all read taken[k] here
+    unsigned next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(&counter[0], 1u);  // used after the copy
+    const std::size_t i = chunk * kChunkWords + threadIdx.x;
     if ((chunk + 1) * kChunkWords <= n) {
-#pragma unroll
-      for (int r = 0; r < kChunkRounds; ++r, i += 4 * kCopyThreads) {
-        const uint4 a = w.load(i), b = w.load(i + kCopyThreads), c = w.load(i + 2 * kCopyThreads),
-                    d = w.load(i + 3 * kCopyThreads);
-        w.store(i, a), w.store(i + kCopyThreads, b), w.store(i + 2 * kCopyThreads, c), w.store(i + 3 * kCopyThreads, d);
-      }
+      const uint4 a = w.load(i), b = w.load(i + kCopyThreads), c = w.load(i + 2 * kCopyThreads),
+                  d = w.load(i + 3 * kCopyThreads);
+      w.store(i, a), w.store(i + kCopyThreads, b), w.store(i + 2 * kCopyThreads, c), w.store(i + 3 * kCopyThreads, d);
     } else {
-      for (; i < n; i += kCopyThreads) w.store(i, w.load(i));  // the last chunk, cut short
+      for (std::size_t j = i; j < n; j += kCopyThreads) w.store(j, w.load(j));  // the last chunk, cut short
     }
+    if (threadIdx.x == 0) taken[k ^ 1] = next;
+    __syncthreads();  // taken[k ^ 1] written; taken[k] read by all, so the next round may overwrite it
   }
   if (threadIdx.x != 0) return;
   __threadfence();  // this CTA's last take from counter[0] comes before its count in counter[1]

@@ -44,7 +44,7 @@ void launch_traffic(const TrafficParams& p, std::int64_t m, cudaStream_t s);
 // with the average, so the ceiling is the faster of the two.
 enum class Division {
   grid_stride,  // a grid-stride loop
-  dynamic,      // 64 KB chunks taken from a counter (see copy_chunks in bench_kernels.cu)
+  dynamic,      // 16 KB chunks taken from a counter (see copy_chunks in bench_kernels.cu)
 };
 const char* division_name(Division d);  // "grid-stride", "chunks handed out at run time"
 
