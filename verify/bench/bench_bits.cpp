@@ -1,5 +1,7 @@
 #include "bench_bits.hpp"
 
+#include "bench_kernels.hpp"
+
 #include <boundary/gpu/cuda_check.hpp>
 
 #include <cstdio>
@@ -89,6 +91,31 @@ void check_all_reduce_bits(gpu::AllReduceBoundary& fused, gpu::DraftBoundary& dr
   launch_all_reduce_then_draft(draft, set, ref.views, s);
   cuda_check(cudaStreamSynchronize(s), "checking the all-reduce boundary's bits");
   compare_outputs(set.base.outputs, ref.views, m, "all-reduce boundary", "the all-reduce kernel + DraftBoundary");
+}
+
+void check_copy(const std::function<void()>& copy, const std::vector<CopiedBytes>& parts, const unsigned* counter,
+                cudaStream_t s, const std::string& what) {
+  for (int run = 0; run < 2; ++run) {
+    for (const CopiedBytes& p : parts) cuda_check(cudaMemsetAsync(p.dst, 0xFF, p.bytes, s), "cudaMemsetAsync(poison)");
+    copy();
+  }
+  const gpu::DeviceBuffer count(sizeof(unsigned long long));
+  cuda_check(cudaMemsetAsync(count.get(), 0, count.bytes(), s), "cudaMemsetAsync(count)");
+  for (const CopiedBytes& p : parts)
+    launch_count_differences(p.src, p.dst, p.bytes, static_cast<unsigned long long*>(count.get()), s);
+  cuda_check(cudaStreamSynchronize(s), ("checking the " + what).c_str());
+  unsigned long long differing = 0;
+  count.download(&differing, sizeof differing);
+  std::size_t words = 0;
+  for (const CopiedBytes& p : parts) words += p.bytes / 16;
+  if (differing != 0)
+    throw Mismatch(what + ": " + std::to_string(differing) + " of " + std::to_string(words) +
+                   " 16-byte words differ from the source after its second launch");
+  unsigned left[2] = {0, 0};
+  if (counter) cuda_check(cudaMemcpy(left, counter, sizeof left, cudaMemcpyDeviceToHost), "cudaMemcpy(counter)");
+  if (left[0] != 0 || left[1] != 0)
+    throw Mismatch(what + ": its chunk counter is " + std::to_string(left[0]) + ", " + std::to_string(left[1]) +
+                   " after a launch, not 0, 0: a graph replay would skip chunks");
 }
 
 }  // namespace boundary::bench

@@ -32,37 +32,127 @@ __global__ void __cluster_dims__(8, 1, 1) traffic_kernel(const TrafficParams p) 
   p.new_stream[2 * at + 1] = s1;
 }
 
-// A grid-stride loop over a grid that fills the GPU, four 16-byte loads in flight per thread
-// before the first store.
-__global__ void sm_copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+// Every copy runs 8 CTAs of this many threads a SM: 2048 threads, a full SM.
+constexpr unsigned kCopyThreads = 256;
+
+// The copies' word spaces: n 16-byte words, load(i) from the source, store(i, v) to the
+// destination. Flat: one buffer to another.
+struct FlatWords {
+  const uint4* src;
+  uint4* dst;
+  std::size_t n;
+  __device__ uint4 load(std::size_t i) const { return src[i]; }
+  __device__ void store(std::size_t i, const uint4& v) const { dst[i] = v; }
+};
+
+// A boundary's own bytes: the branch to out, then the stream to new_stream (the boundary reads
+// and writes as much), one word space over both.
+struct BoundaryWords {
+  const uint4* branch;
+  uint4* out;
+  std::size_t n_branch;
+  const uint4* stream;
+  uint4* new_stream;
+  std::size_t n;
+  __device__ uint4 load(std::size_t i) const { return i < n_branch ? branch[i] : stream[i - n_branch]; }
+  __device__ void store(std::size_t i, const uint4& v) const {
+    if (i < n_branch) out[i] = v;
+    else new_stream[i - n_branch] = v;
+  }
+};
+
+// Work divided statically: a grid-stride loop over a grid that fills the GPU, four 16-byte loads
+// in flight per thread before the first store. The kernel ends when its slowest SM does.
+template <class Words>
+__device__ void copy_grid_stride(const Words& w) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x, n = w.n;
   std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   for (; i + 3 * stride < n; i += 4 * stride) {
-    const uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
-    dst[i] = a, dst[i + stride] = b, dst[i + 2 * stride] = c, dst[i + 3 * stride] = d;
+    const uint4 a = w.load(i), b = w.load(i + stride), c = w.load(i + 2 * stride), d = w.load(i + 3 * stride);
+    w.store(i, a), w.store(i + stride, b), w.store(i + 2 * stride, c), w.store(i + 3 * stride, d);
   }
-  for (; i < n; i += stride) dst[i] = src[i];
+  for (; i < n; i += stride) w.store(i, w.load(i));
 }
 
-// The SM copy of a boundary's own bytes: the branch to out and the stream to new_stream (the
-// boundary reads and writes as much), one grid-stride loop over both on sm_copy_kernel's grid,
-// waiting for the previous grid as the fused kernels do (PDL).
+// Work handed out at run time: each CTA takes the next chunk from counter[0] until none is left,
+// so an SM that streams faster copies more chunks and the copy ends with the GPU's average rate,
+// not its slowest SM's. A chunk is one round of the grid-stride copy's four 16-byte loads in
+// flight a thread (more would not fit the 32 registers of 8 CTAs a SM): 16 KB, so that even m =
+// 1024 (48 MB) gives every CTA about three chunks and the tail is short. Thread 0 takes the next
+// chunk's ticket before copying this one, so the atomic's latency hides behind the copy, and hands
+// it over through shared memory (double-buffered: one barrier a chunk). counter[1] counts the CTAs
+// done; the last sets both back to zero, so that the next launch (a graph replay) starts at chunk 0.
+constexpr std::size_t kChunkWords = 4 * kCopyThreads;
+
+template <class Words>
+__device__ void copy_chunks(const Words& w, unsigned* counter) {
+  __shared__ unsigned taken[2];
+  const std::size_t n = w.n, chunks = (n + kChunkWords - 1) / kChunkWords;
+  if (threadIdx.x == 0) taken[0] = atomicAdd(&counter[0], 1u);
+  __syncthreads();
+  for (int k = 0;; k ^= 1) {
+    const std::size_t chunk = taken[k];
+    if (chunk >= chunks) break;  // the same for every thread: they all read taken[k] here
+    unsigned next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(&counter[0], 1u);  // used after the copy
+    const std::size_t i = chunk * kChunkWords + threadIdx.x;
+    if ((chunk + 1) * kChunkWords <= n) {
+      const uint4 a = w.load(i), b = w.load(i + kCopyThreads), c = w.load(i + 2 * kCopyThreads),
+                  d = w.load(i + 3 * kCopyThreads);
+      w.store(i, a), w.store(i + kCopyThreads, b), w.store(i + 2 * kCopyThreads, c), w.store(i + 3 * kCopyThreads, d);
+    } else {
+      for (std::size_t j = i; j < n; j += kCopyThreads) w.store(j, w.load(j));  // the last chunk, cut short
+    }
+    if (threadIdx.x == 0) taken[k ^ 1] = next;
+    __syncthreads();  // taken[k ^ 1] written; taken[k] read by all, so the next round may overwrite it
+  }
+  if (threadIdx.x != 0) return;
+  __threadfence();  // this CTA's last take from counter[0] comes before its count in counter[1]
+  if (atomicAdd(&counter[1], 1u) == gridDim.x - 1) {
+    __threadfence();  // ... so every CTA's takes come before this reset
+    counter[0] = 0;
+    counter[1] = 0;
+  }
+}
+
+__global__ void sm_copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
+  copy_grid_stride(FlatWords{src, dst, n});
+}
+
+// Every resident CTA takes chunks (8 of 256 threads a SM: the launch bounds keep them resident).
+__global__ void __launch_bounds__(kCopyThreads, 8)
+    sm_copy_chunks_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n, unsigned* counter) {
+  copy_chunks(FlatWords{src, dst, n}, counter);
+}
+
+// The SM copy of a boundary's own bytes, waiting for the previous grid as the fused kernels do
+// (PDL). The chunked one touches its counter only after the wait: the previous launch's reset
+// is visible from then on.
 __global__ void boundary_copy_kernel(const uint4* __restrict__ branch, uint4* __restrict__ out, std::size_t n_branch,
                                      const uint4* __restrict__ stream, uint4* __restrict__ new_stream, std::size_t n) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" :::);
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const auto src = [&](std::size_t i) { return i < n_branch ? branch[i] : stream[i - n_branch]; };
-  const auto store = [&](std::size_t i, const uint4& v) {
-    if (i < n_branch) out[i] = v;
-    else new_stream[i - n_branch] = v;
-  };
-  std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    const uint4 a = src(i), b = src(i + stride), c = src(i + 2 * stride), d = src(i + 3 * stride);
-    store(i, a), store(i + stride, b), store(i + 2 * stride, c), store(i + 3 * stride, d);
+  copy_grid_stride(BoundaryWords{branch, out, n_branch, stream, new_stream, n});
+}
+
+__global__ void __launch_bounds__(kCopyThreads, 8)
+    boundary_copy_chunks_kernel(const uint4* __restrict__ branch, uint4* __restrict__ out, std::size_t n_branch,
+                                const uint4* __restrict__ stream, uint4* __restrict__ new_stream, std::size_t n,
+                                unsigned* counter) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+  copy_chunks(BoundaryWords{branch, out, n_branch, stream, new_stream, n}, counter);
+}
+
+// Differing 16-byte words of a and b, added to *count: one atomic a thread at most.
+__global__ void count_differences_kernel(const uint4* a, const uint4* b, std::size_t n, unsigned long long* count) {
+  unsigned long long differing = 0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const uint4 x = a[i], y = b[i];
+    differing += (x.x != y.x || x.y != y.y || x.z != y.z || x.w != y.w) ? 1 : 0;
   }
-  for (; i < n; i += stride) store(i, src(i));
+  if (differing != 0) atomicAdd(count, differing);
 }
 
 __global__ void fill_pattern_kernel(std::uint32_t* p, std::size_t n) {
@@ -109,18 +199,39 @@ void launch_traffic(const TrafficParams& p, std::int64_t m, cudaStream_t s) {
          &copy);
 }
 
-void launch_sm_copy(const void* src, void* dst, std::size_t bytes, int sm_count, cudaStream_t s) {
+const char* division_name(Division d) {
+  return d == Division::grid_stride ? "grid-stride" : "chunks handed out at run time";
+}
+
+void launch_sm_copy(Division d, const void* src, void* dst, std::size_t bytes, unsigned* counter, int sm_count,
+                    cudaStream_t s) {
   const auto blocks = static_cast<unsigned>(sm_count * 8);  // 2048 threads per SM: a full GPU
-  sm_copy_kernel<<<blocks, 256, 0, s>>>(static_cast<const uint4*>(src), static_cast<uint4*>(dst), bytes / 16);
+  const auto* from = static_cast<const uint4*>(src);
+  auto* to = static_cast<uint4*>(dst);
+  if (d == Division::grid_stride) sm_copy_kernel<<<blocks, kCopyThreads, 0, s>>>(from, to, bytes / 16);
+  else sm_copy_chunks_kernel<<<blocks, kCopyThreads, 0, s>>>(from, to, bytes / 16, counter);
   gpu::cuda_check(cudaGetLastError(), "launching the SM copy kernel");
 }
 
-void launch_boundary_copy(const BoundaryCopy& c, std::int64_t m, int sm_count, cudaStream_t s) {
+void launch_boundary_copy(Division d, const BoundaryCopy& c, std::int64_t m, unsigned* counter, int sm_count,
+                          cudaStream_t s) {
   const std::size_t elements = static_cast<std::size_t>(m) * kH;
   BoundaryCopy k = c;  // the launch takes the arguments' addresses
   std::size_t n_branch = elements * 2 / 16, n = n_branch + elements * 4 / 16;
-  launch(reinterpret_cast<const void*>(boundary_copy_kernel), static_cast<unsigned>(sm_count * 8), 256, true, s,
-         "boundary copy kernel", &k.branch, &k.out, &n_branch, &k.stream, &k.new_stream, &n);
+  const auto blocks = static_cast<unsigned>(sm_count * 8);
+  if (d == Division::grid_stride)
+    launch(reinterpret_cast<const void*>(boundary_copy_kernel), blocks, kCopyThreads, true, s, "boundary copy kernel",
+           &k.branch, &k.out, &n_branch, &k.stream, &k.new_stream, &n);
+  else
+    launch(reinterpret_cast<const void*>(boundary_copy_chunks_kernel), blocks, kCopyThreads, true, s,
+           "chunked boundary copy kernel", &k.branch, &k.out, &n_branch, &k.stream, &k.new_stream, &n, &counter);
+}
+
+void launch_count_differences(const void* a, const void* b, std::size_t bytes, unsigned long long* count,
+                              cudaStream_t s) {
+  count_differences_kernel<<<1024, 256, 0, s>>>(static_cast<const uint4*>(a), static_cast<const uint4*>(b), bytes / 16,
+                                                count);
+  gpu::cuda_check(cudaGetLastError(), "launching count_differences");
 }
 
 void fill_pattern(void* p, std::size_t bytes, cudaStream_t s) {
@@ -135,7 +246,10 @@ void prepare_bench_kernels() {
   gpu::cuda_check(cudaFuncGetAttributes(&a, cluster_barriers_kernel), "loading the cluster barriers kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, traffic_kernel), "loading the traffic kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, sm_copy_kernel), "loading the SM copy kernel");
+  gpu::cuda_check(cudaFuncGetAttributes(&a, sm_copy_chunks_kernel), "loading the chunked SM copy kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_kernel), "loading the boundary copy kernel");
+  gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_chunks_kernel), "loading the chunked boundary copy kernel");
+  gpu::cuda_check(cudaFuncGetAttributes(&a, count_differences_kernel), "loading the compare kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, fill_pattern_kernel), "loading the fill kernel");
 }
 

@@ -6,9 +6,11 @@
 //   - the traffic kernel on that grid: the R partials (or the DraftBoundary's branch) and the stream
 //     in, out and new_stream out, one add per element and no row sums. A latency floor for small m
 //     (one 16-byte word a thread, no loop), no bandwidth ceiling;
-//   - the SM copy: the bandwidth ceiling (16-byte loads and stores, four loads in flight a thread);
-//   - the SM copy of a boundary's own bytes on that grid, PDL on: the time a kernel that only
-//     moves them takes, launch, ramp and tail included, timed like the boundary (per m).
+//   - the SM copy: the bandwidth ceiling (16-byte loads and stores, four loads in flight a thread),
+//     twice: its work divided statically and handed out at run time (Division);
+//   - the SM copy of a boundary's own bytes on that grid, PDL on, both ways: the time a kernel that
+//     only moves them takes, launch, ramp and tail included, timed like the boundary (per m);
+//   - a compare of two buffers, for the copies' checks before timing.
 #pragma once
 
 #include <boundary/types.hpp>
@@ -37,8 +39,22 @@ struct TrafficParams {
 // The traffic of m rows on m clusters of 8 CTAs of 128 threads, PDL on.
 void launch_traffic(const TrafficParams& p, std::int64_t m, cudaStream_t s);
 
-// dst = src, `bytes` (a multiple of 16) from a grid of 8 CTAs of 256 threads per SM.
-void launch_sm_copy(const void* src, void* dst, std::size_t bytes, int sm_count, cudaStream_t s);
+// How a copy divides its work among the CTAs of its grid (8 CTAs of 256 threads per SM). SMs
+// stream at different rates (H200): a static division ends with the slowest SM, one at run time
+// with the average, so the ceiling is the faster of the two.
+enum class Division {
+  grid_stride,  // a grid-stride loop
+  dynamic,      // 16 KB chunks taken from a counter (see copy_chunks in bench_kernels.cu)
+};
+const char* division_name(Division d);  // "grid-stride", "chunks handed out at run time"
+
+// The dynamic copies' counter: two unsigned words on the device (the next chunk, the CTAs done),
+// zero before the first launch; every launch leaves them zero. One launch at a time may use it.
+inline constexpr std::size_t kChunkCounterBytes = 2 * sizeof(unsigned);
+
+// dst = src, `bytes` (a multiple of 16). counter: for Division::dynamic (ignored otherwise).
+void launch_sm_copy(Division d, const void* src, void* dst, std::size_t bytes, unsigned* counter, int sm_count,
+                    cudaStream_t s);
 // The tensors of one boundary's F32 buffer set: branch -> out (BF16), stream -> new_stream (F32).
 struct BoundaryCopy {
   const uint4* branch;
@@ -46,8 +62,12 @@ struct BoundaryCopy {
   const uint4* stream;
   uint4* new_stream;
 };
-// Copies m rows of each, on a grid of 8 CTAs of 256 threads per SM, PDL on.
-void launch_boundary_copy(const BoundaryCopy& c, std::int64_t m, int sm_count, cudaStream_t s);
+// Copies m rows of each, PDL on (the dynamic copy touches its counter only after the wait).
+void launch_boundary_copy(Division d, const BoundaryCopy& c, std::int64_t m, unsigned* counter, int sm_count,
+                          cudaStream_t s);
+// Adds to *count (device memory) the number of 16-byte words in which a and b (`bytes` each) differ.
+void launch_count_differences(const void* a, const void* b, std::size_t bytes, unsigned long long* count,
+                              cudaStream_t s);
 // A non-constant pattern into `bytes` (a multiple of 4), so that no copy can be elided or compressed.
 void fill_pattern(void* p, std::size_t bytes, cudaStream_t s);
 

@@ -112,16 +112,21 @@ AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
 
 }  // namespace
 
-CopyResult measure_copy(cudaStream_t s, const Options& o, const DeviceInfo& dev) {
+CopyResult measure_copy(cudaStream_t s, const Options& o, const DeviceInfo& dev, unsigned* counter) {
   const auto bytes = static_cast<std::size_t>(o.copy_gib * (1ull << 30)) / 16 * 16;
   const gpu::DeviceBuffer src(bytes), dst(bytes);
   fill_pattern(src.get(), bytes, s);
+  const auto sm_copy = [&](Division d) { launch_sm_copy(d, src.get(), dst.get(), bytes, counter, dev.sm_count, s); };
+  for (Division d : {Division::grid_stride, Division::dynamic})
+    check_copy([&] { sm_copy(d); }, {{src.get(), dst.get(), bytes}}, d == Division::dynamic ? counter : nullptr, s,
+               std::string("SM copy, ") + division_name(d));
   const Schedule sched{1, std::max(10, std::min(o.replays, 30)), 3};  // ~1 ms each: few replays suffice
   const double moved = 2.0 * static_cast<double>(bytes);
   const auto timing = [&](const Timing& t) { return CopyTiming{t, moved / (t.median_us * 1e3), moved / (t.min_us * 1e3)}; };
   CopyResult r;
   r.bytes = bytes;
-  r.sm = timing(time_graph(s, sched, [&](int) { launch_sm_copy(src.get(), dst.get(), bytes, dev.sm_count, s); }, "SM copy"));
+  r.sm = timing(time_graph(s, sched, [&](int) { sm_copy(Division::grid_stride); }, "SM copy"));
+  r.sm_dynamic = timing(time_graph(s, sched, [&](int) { sm_copy(Division::dynamic); }, "SM copy, chunks at run time"));
   r.memcpy = timing(time_graph(
       s, sched,
       [&](int) {
@@ -181,15 +186,22 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
     set_traffic_outputs(sets[i], traffic[i]);
   }
   r.traffic = time_traffic(s, sched, m, traffic);
-  r.copy = time_graph(
-      s, sched,
-      [&](int i) {
-        const BufferSet& x = set(i);
-        launch_boundary_copy({static_cast<const uint4*>(x.branch.get()), static_cast<uint4*>(x.out.get()),
-                              static_cast<const uint4*>(x.stream_f32.get()), static_cast<uint4*>(x.new_stream.get())},
-                             m, b.dev.sm_count, s);
-      },
-      "SM copy of the boundary's bytes");
+  const auto copy = [&](Division d, const BufferSet& x) {
+    launch_boundary_copy(d,
+                         {static_cast<const uint4*>(x.branch.get()), static_cast<uint4*>(x.out.get()),
+                          static_cast<const uint4*>(x.stream_f32.get()), static_cast<uint4*>(x.new_stream.get())},
+                         m, b.chunk_counter, b.dev.sm_count, s);
+  };
+  const auto elements = static_cast<std::size_t>(m) * kH;
+  for (Division d : {Division::grid_stride, Division::dynamic})
+    check_copy([&] { copy(d, sets[0]); },
+               {{sets[0].branch.get(), sets[0].out.get(), elements * 2},
+                {sets[0].stream_f32.get(), sets[0].new_stream.get(), elements * 4}},
+               d == Division::dynamic ? b.chunk_counter : nullptr, s,
+               "SM copy of the boundary's bytes at m = " + std::to_string(m) + ", " + division_name(d));
+  r.copy = time_graph(s, sched, [&](int i) { copy(Division::grid_stride, set(i)); }, "SM copy of the boundary's bytes");
+  r.copy_dynamic = time_graph(
+      s, sched, [&](int i) { copy(Division::dynamic, set(i)); }, "SM copy of the boundary's bytes, chunks at run time");
   sets.clear();  // the all-reduce sets are bigger: free these first
   if (b.options.ranks > 0) r.all_reduce = measure_all_reduce(b, m);
   return r;

@@ -1,9 +1,12 @@
 // What the benchmark measures: the SM copy ceiling once, then per m the fused DraftBoundary (the
 // dispatched variant, both stream dtypes, each layout forced), the eager chain, its floors (empty
 // launches, the traffic of its bytes, the SM copy of its bytes) and, with ranks, the all-reduce boundary against its chain.
+// Each SM copy twice, its work divided statically and at run time (Division): the faster is the
+// ceiling, since SMs stream at different rates and a static division waits for the slowest.
 #pragma once
 
 #include "bench_inputs.hpp"
+#include "bench_kernels.hpp"
 #include "bench_timing.hpp"
 
 #include <filesystem>
@@ -33,15 +36,21 @@ struct CopyTiming {
   double gbps_median = 0, gbps_best = 0;
 };
 
-// Both copies of one buffer far larger than the L2, so that every byte comes from and goes to HBM.
-// The SM copy is the ceiling every "% of copy" is taken against: the copy engines behind
-// cudaMemcpyAsync move less (kept as a second figure).
+// The copies of one buffer far larger than the L2, so that every byte comes from and goes to HBM.
+// The faster SM copy is the ceiling every "% of SM copy" is taken against: the copy engines
+// behind cudaMemcpyAsync move less (kept as a further figure).
 struct CopyResult {
   std::size_t bytes = 0;  // source size; read + written is twice that
-  CopyTiming sm, memcpy;
-  double gbps_median() const { return sm.gbps_median; }
+  CopyTiming sm, sm_dynamic, memcpy;  // sm: grid-stride; sm_dynamic: chunks handed out at run time
+  Division ceiling_division() const {
+    return sm_dynamic.gbps_median > sm.gbps_median ? Division::dynamic : Division::grid_stride;
+  }
+  const CopyTiming& ceiling() const { return ceiling_division() == Division::dynamic ? sm_dynamic : sm; }
+  double gbps_median() const { return ceiling().gbps_median; }
 };
-CopyResult measure_copy(cudaStream_t s, const Options& o, const DeviceInfo& dev);
+// counter: the dynamic copy's (kChunkCounterBytes, zero). Throws Mismatch before timing a copy
+// whose destination differs from its source.
+CopyResult measure_copy(cudaStream_t s, const Options& o, const DeviceInfo& dev, unsigned* counter);
 
 // The all-reduce boundary at one m: the fused kernel against the all-reduce kernel followed by
 // the DraftBoundary, F32 stream stored, each with its own buffer rotation.
@@ -62,12 +71,18 @@ struct RowResult {
   gpu::Layout layout = gpu::Layout::cta;  // the dispatcher's choice for m (fused_f32, fused_bf16)
   Timing cta_f32, cluster_f32, pair_f32, quad_f32;  // each layout forced, F32 stream stored
   Timing traffic;  // the floor of its bytes: the traffic kernel over branch, stream, out and new_stream
-  Timing copy;     // the SM copy of the same four tensors on a full grid (bench_kernels.hpp), PDL on
+  Timing copy;     // the SM copy of the same four tensors on a full grid (bench_kernels.hpp), PDL on, grid-stride
+  Timing copy_dynamic;  // ... its chunks handed out at run time
   double bytes_f32 = 0, bytes_bf16 = 0, bytes_eager = 0;
   std::optional<AllReduceResult> all_reduce;
 
   // The floor one launch of this grid can reach: the faster of the two empty launches.
   const Timing& empty() const { return empty_pdl.median_us <= empty_plain.median_us ? empty_pdl : empty_plain; }
+  // The floor of its bytes' SM copy: the faster of the two divisions.
+  Division copy_division() const {
+    return copy_dynamic.median_us < copy.median_us ? Division::dynamic : Division::grid_stride;
+  }
+  const Timing& copy_floor() const { return copy_division() == Division::dynamic ? copy_dynamic : copy; }
 };
 
 struct Bench {
@@ -79,9 +94,11 @@ struct Bench {
   gpu::AllReduceBoundary& all_reduce;
   cudaStream_t stream;
   std::size_t operands;  // bytes of the gates and weights
+  unsigned* chunk_counter;  // the dynamic copies' (kChunkCounterBytes, zero between launches)
 };
 
-// Throws Mismatch (bench_bits.hpp) before timing a kernel whose bits differ.
+// Throws Mismatch (bench_bits.hpp) before timing a kernel whose bits differ (or a copy whose
+// destination differs from its source).
 RowResult measure_rows(const Bench& b, std::int64_t m);
 
 inline double gbps(double bytes, const Timing& t) { return bytes / (t.median_us * 1e3); }

@@ -25,6 +25,11 @@ constexpr std::int64_t kAllReduceCopyRows = 8192;
 
 nlohmann::json timing_json(const Timing& t) { return {{"median_us", t.median_us}, {"min_us", t.min_us}}; }
 
+Division other(Division d) { return d == Division::dynamic ? Division::grid_stride : Division::dynamic; }
+
+// The JSON key of a copy's timing: the grid-stride copy keeps the key it had before the dynamic one.
+std::string copy_key(const char* key, Division d) { return d == Division::dynamic ? key + std::string("_dynamic") : key; }
+
 }  // namespace
 
 void print_row_details(const RowResult& r, const DeviceInfo& dev) {
@@ -48,6 +53,7 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
   line("quad layout, F32", r.quad_f32, r.bytes_f32);
   line("floor: its traffic", r.traffic, r.bytes_f32);
   line("floor: SM copy of it", r.copy, r.bytes_f32);
+  line("floor: SM copy, chunks", r.copy_dynamic, r.bytes_f32);
   std::printf("  dispatched layout: %s\n", bg::layout_name(r.layout));
   std::printf("  eager chain moves %.2fx the minimum traffic (%.1f GB/s actual); L2 %.0f MB\n",
               r.bytes_eager / r.bytes_f32, gbps(r.bytes_eager, r.eager), static_cast<double>(dev.l2_bytes) / 1e6);
@@ -89,25 +95,31 @@ std::vector<Target> evaluate(const std::vector<RowResult>& rows, const CopyResul
 }
 
 void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, const std::vector<Target>& targets) {
-  std::printf("\n%6s | %8s | %7s | %12s | %13s | %8s | %11s | %9s | %9s | %11s | %10s | %13s | %11s\n", "m",
+  std::printf("\n%6s | %8s | %7s | %12s | %13s | %8s | %11s | %9s | %9s | %11s | %11s | %10s | %13s | %11s\n", "m",
               "empty us", "layout", "fused f32 us", "fused bf16 us", "cta us", "cluster us", "eager us", "copy us",
-              "fused/empty", "fused GB/s", "% of SM copy", "eager/fused");
-  std::printf("%s\n", std::string(159, '-').c_str());
+              "dyn copy us", "fused/empty", "fused GB/s", "% of SM copy", "eager/fused");
+  std::printf("%s\n", std::string(173, '-').c_str());
   for (const RowResult& r : rows) {
     const double fused_gbps = gbps(r.bytes_f32, r.fused_f32);
-    std::printf("%6lld | %8.2f | %7s | %12.2f | %13.2f | %8.2f | %11.2f | %9.2f | %9.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n",
+    std::printf("%6lld | %8.2f | %7s | %12.2f | %13.2f | %8.2f | %11.2f | %9.2f | %9.2f | %11.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n",
                 static_cast<long long>(r.m), r.empty().median_us, bg::layout_name(r.layout), r.fused_f32.median_us,
                 r.fused_bf16.median_us, r.cta_f32.median_us, r.cluster_f32.median_us, r.eager.median_us, r.copy.median_us,
-                r.fused_f32.median_us / r.empty().median_us, fused_gbps, 100.0 * fused_gbps / copy.gbps_median(),
+                r.copy_dynamic.median_us, r.fused_f32.median_us / r.empty().median_us, fused_gbps, 100.0 * fused_gbps / copy.gbps_median(),
                 r.eager.median_us / r.fused_f32.median_us);
   }
-  std::printf("SM copy bandwidth: %.1f GB/s median, %.1f GB/s best (16-byte loads and stores, %.2f GiB, read + written)\n",
-              copy.sm.gbps_median, copy.sm.gbps_best, static_cast<double>(copy.bytes) / (1ull << 30));
+  // The ceiling: the faster division, named, with the other beside it.
+  const Division best = copy.ceiling_division();
+  const CopyTiming& slower = best == Division::dynamic ? copy.sm : copy.sm_dynamic;
+  std::printf("SM copy bandwidth: %.1f GB/s median, %.1f GB/s best (%s; %s %.1f GB/s median; 16-byte loads and stores,"
+              " %.2f GiB, read + written)\n",
+              copy.ceiling().gbps_median, copy.ceiling().gbps_best, division_name(best), division_name(other(best)),
+              slower.gbps_median, static_cast<double>(copy.bytes) / (1ull << 30));
   std::printf("cudaMemcpyAsync D2D bandwidth: %.1f GB/s median, %.1f GB/s best (the same buffers; not the ceiling)\n",
               copy.memcpy.gbps_median, copy.memcpy.gbps_best);
   std::printf("medians of graph replays, us per boundary; empty = the faster of an empty kernel with and without PDL,"
-              " same grid;\ncopy = the SM copy of the boundary's own tensors (branch -> out, stream -> new_stream), full grid,"
-              " PDL, the same buffer sets;\nGB/s on the minimum traffic (F32 stream stored: 12 B per element + gates and weights once);"
+              " same grid;\ncopy, dyn copy = the SM copy of the boundary's own tensors (branch -> out, stream -> new_stream), full grid,"
+              " PDL, the same buffer sets, grid-stride and chunks handed out at run time;\n%% of SM copy: of the faster"
+              " SM copy bandwidth above; GB/s on the minimum traffic (F32 stream stored: 12 B per element + gates and weights once);"
               " m < %lld L2-resident, larger m rotated from HBM\n",
               static_cast<long long>(kRotateFromRows));
   std::printf("targets: fused <= %.1f us per boundary for m <= %lld; fused >= %.0f%% of the SM copy bandwidth for m >= %lld\n",
@@ -146,7 +158,9 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
     return nlohmann::json{{"bytes_each_way", copy.bytes}, {"time", timing_json(c.time)}, {"gbps_median", c.gbps_median},
                           {"gbps_best", c.gbps_best}};
   };
-  j["sm_copy"] = copy_json(copy.sm);
+  j["sm_copy"] = copy_json(copy.sm);  // grid-stride
+  j["sm_copy_dynamic"] = copy_json(copy.sm_dynamic);
+  j["sm_copy_ceiling"] = copy_key("sm_copy", copy.ceiling_division());  // every percent_of_sm_copy's
   j["memcpy_copy"] = copy_json(copy.memcpy);
   for (const RowResult& r : rows) {
     const double fused_gbps = gbps(r.bytes_f32, r.fused_f32);
@@ -187,6 +201,8 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
                          {"quad_f32", timing_json(r.quad_f32)},
                          {"floor_traffic", timing_json(r.traffic)},
                          {"floor_sm_copy", timing_json(r.copy)},
+                         {"floor_sm_copy_dynamic", timing_json(r.copy_dynamic)},
+                         {"floor_sm_copy_faster", copy_key("floor_sm_copy", r.copy_division())},
                          {"min_bytes_f32", r.bytes_f32},
                          {"min_bytes_bf16", r.bytes_bf16},
                          {"eager_bytes", r.bytes_eager},

@@ -13,14 +13,16 @@
 // after checking that both give the same bits.
 //
 // Per m it first checks that the fused kernel's out and new_stream equal the eager chain's bit
-// for bit (both stream dtypes, and each layout), then prints the details of its timings; the
+// for bit (both stream dtypes, and each layout) and each copy baseline's destination its source
+// (the 2 GiB copies once, before any timing), then prints the details of its timings; the
 // summary table, the copy bandwidths and PASS/MISS per target come last on stdout, and --json
 // writes the same.
 //
 // Exit codes: 0 measured (a missed target is a result, not a failure), 1 the fused kernel's bits
-// differ from the eager chain's, 2 bad arguments or constants, 3 a CUDA call failed, 77 no device.
+// differ from the eager chain's (or a copy baseline's destination from its source), 2 bad
+// arguments or constants, 3 a CUDA call failed, 77 no device.
 //
-// The parts: bench_kernels.cu (its own kernels: floors and the SM copy; the only nvcc file),
+// The parts: bench_kernels.cu (its own kernels: floors and the SM copies; the only nvcc file),
 // bench_timing (graph replays), bench_inputs (buffer sets), bench_bits (the bit checks before any
 // timing), bench_measure (what is timed per m), bench_report (table and JSON).
 
@@ -78,11 +80,16 @@ int run(const Options& o) {
               static_cast<double>(dev.l2_bytes) / 1e6, o.constants.string().c_str());
   const Stream stream = make_stream();
   prepare_bench_kernels();
+  bg::DeviceBuffer chunk_counter(kChunkCounterBytes);
+  chunk_counter.fill(0);  // synchronous; from here on every dynamic copy leaves it zero
+  auto* counter = static_cast<unsigned*>(chunk_counter.get());
 
   // The ceiling first: it also brings the clocks up before the kernels are timed.
-  const CopyResult copy = measure_copy(stream.get(), o, dev);
-  std::printf("SM copy: %.1f GB/s median; cudaMemcpyAsync: %.1f GB/s (%.2f GiB, read + written)\n",
-              copy.sm.gbps_median, copy.memcpy.gbps_median, static_cast<double>(copy.bytes) / (1ull << 30));
+  const CopyResult copy = measure_copy(stream.get(), o, dev, counter);
+  std::printf("SM copy: grid-stride %.1f GB/s, chunks handed out at run time %.1f GB/s; cudaMemcpyAsync: %.1f GB/s"
+              " (medians, %.2f GiB, read + written)\n",
+              copy.sm.gbps_median, copy.sm_dynamic.gbps_median, copy.memcpy.gbps_median,
+              static_cast<double>(copy.bytes) / (1ull << 30));
   std::fflush(stdout);
 
   const std::int64_t max_rows = *std::max_element(o.rows.begin(), o.rows.end());
@@ -91,7 +98,7 @@ int run(const Options& o) {
   bg::DraftBoundary fused(constants, operands.views);
   bg::EagerChain eager(constants, operands.views);
   bg::AllReduceBoundary all_reduce(constants, operands.views);
-  const Bench bench{o, dev, inputs, fused, eager, all_reduce, stream.get(), operands.bytes};
+  const Bench bench{o, dev, inputs, fused, eager, all_reduce, stream.get(), operands.bytes, counter};
 
   std::vector<RowResult> rows;
   for (std::int64_t m : o.rows) {
