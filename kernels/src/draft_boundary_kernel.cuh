@@ -6,9 +6,10 @@
 // fills (cp.async.bulk), so that the next rows land while one reduces; gates and weights are
 // loaded once per CTA. It serves the DraftBoundary (one rank: the branch, passed unchanged) and
 // the all-reduce boundary (R partials summed in rank order). Layout::cluster, one row per cluster
-// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh. With a row hand-out (cta only, when m
-// exceeds the rows its stages hold at once), each CTA's first rows are fixed as above and every
-// later one is taken from the boundary object's counter (row_handout.cuh).
+// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh. With a row hand-out (when m exceeds
+// the rows the stages of every resident cluster hold at once), each cluster's first rows are fixed
+// as above and every later one is taken from the boundary object's counter (row_handout.cuh) by
+// the cluster's leader (CTA 0), which sends it to the other CTAs.
 //
 // One source, several builds: the production kernel (draft_boundary_kernel.cu), the debug build
 // that also writes the intermediates (draft_boundary_debug.cu), and the planted-bug builds
@@ -44,13 +45,16 @@ inline constexpr int kMaxStages = 8;
 // a cluster, cluster_row_sum), two barriers a stage: its branch (the partials) landed, its
 // stream landed, and the row a stage holds (-1: none, the CTA's rows are done). The post norm
 // needs only the branch, so it starts while the stream, two thirds of a row's bytes with an F32
-// stream, is still on its way.
+// stream, is still on its way. On a cluster with rows handed out, the leader's st.async of a
+// stage's next row lands in next_row and completes row_landed (one phase a refill).
 template <int kCtas>
 struct RingShared {
   float post_gamma[kH / kCtas], pre_gamma[kH / kCtas];
   std::conditional_t<kCtas == 1, FragmentSumScratch, ClusterSumScratch<kCtas>> sum[kCtas == 1 ? 1 : 2];
   std::uint64_t branch_landed[kMaxStages], stream_landed[kMaxStages];
   std::int64_t stage_row[kMaxStages];
+  std::int64_t next_row[kCtas == 1 ? 1 : kMaxStages];
+  std::uint64_t row_landed[kCtas == 1 ? 1 : kMaxStages];
 };
 template <int kCtas>
 inline constexpr std::uint32_t kRingFixedBytes = (sizeof(RingShared<kCtas>) + 127) / 128 * 128;
@@ -72,7 +76,7 @@ __device__ __forceinline__ void store_row_value(float* p, std::int64_t row, floa
 // The gates stay in registers and the gammas in shared memory for all the CTA's rows: loaded
 // once, before the PDL wait (overlapping the previous grid's tail) unless late. Warp 0 keeps
 // p.stages rows in flight: it refills a stage when it is done with that stage's row, with the
-// row `stages` further on, or with a row from the hand-out (p.handout.words set: cta only).
+// row `stages` further on, or with a row from the hand-out (p.handout.words set).
 template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
 __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Intermediates& d) {
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
@@ -149,7 +153,10 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const int stages = p.stages;
   if (threadIdx.x == 0) {
     for (int i = 0; i < stages; ++i) barrier_init(&sh.branch_landed[i], 1), barrier_init(&sh.stream_landed[i], 1);
-    if constexpr (kCtas > 1) cluster_sum_init(sh.sum[0]), cluster_sum_init(sh.sum[1]);
+    if constexpr (kCtas > 1) {
+      for (int i = 0; i < stages; ++i) barrier_init(&sh.row_landed[i], 1);
+      cluster_sum_init(sh.sum[0]), cluster_sum_init(sh.sum[1]);  // its fence covers every init above
+    }
     fence_proxy_async_shared();
   }
   if constexpr (kCtas > 1) cluster_arrive_started();
@@ -172,10 +179,33 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   pdl_launch_dependents();
   const std::int64_t first = blockIdx.x / kCtas, step = gridDim.x / kCtas;
   const std::int64_t fixed = stages * step;  // rows fixed per CTA: stage i of cluster c starts with c + i step
-  const RowHandout handout = kCtas == 1 ? p.handout : RowHandout{};
+  const RowHandout handout = p.handout;
+  const bool leader = part == 0;  // takes the cluster's rows from the hand-out
   if (threadIdx.x < 32)
     for (int i = 0; i < stages; ++i) issue(first + i * step < p.rows ? first + i * step : -1, i);
-  if (handout.words && threadIdx.x == 0) handout_join();
+  if (handout.words && leader && threadIdx.x == 0) handout_join();
+  // Warp 0, refilling stage `slot` in phase `phase` of its barriers: the next row from the
+  // hand-out (>= p.rows: none). The leader takes a ticket and lanes 1 .. kCtas - 1 send the row to
+  // the other CTAs, which wait for it. A stage's next_row is written again only a ring later, after
+  // row sums that every CTA joins after reading it.
+  const auto handed_out = [&](int slot, std::uint32_t phase) {
+    std::int64_t next = 0;
+    if (leader) {
+      if (threadIdx.x == 0) {
+        const unsigned long long claimed = handout_claim(handout);
+        next = fixed + handout_index(handout, claimed, handout_ticket(handout));
+      }
+      next = __shfl_sync(0xFFFFFFFFu, next, 0);
+      if constexpr (kCtas > 1)
+        if (threadIdx.x >= 1 && threadIdx.x < kCtas)
+          store_to_cluster_cta(&sh.next_row[slot], next, &sh.row_landed[slot], threadIdx.x);
+    } else if constexpr (kCtas > 1) {
+      if (threadIdx.x == 0) barrier_arrive_expect_bytes(&sh.row_landed[slot], sizeof(std::int64_t));
+      barrier_wait_cluster(&sh.row_landed[slot], phase);
+      next = sh.next_row[slot];
+    }
+    return next;
+  };
   if (late) load_gates();  // while the first rows' copies are under way
   {
     float g[kVec];
@@ -197,7 +227,6 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const auto gains_in_shared = [local](const float* gains) {
     return [gains, local](int, float (&g)[kVec]) { read_f32x8(gains + local, g); };
   };
-  const bool leader = part == 0;
   int slot = 0;
   for (;;) {
     barrier_wait(&sh.branch_landed[slot], parity);
@@ -235,21 +264,14 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     // before the pre norm's row sum, whose barrier warp 0 has passed. Here, with the row's values
     // dead, warp 0 has the registers that the copies' addresses and the ticket need.
     if (threadIdx.x < 32) {
-      std::int64_t next = row + fixed;
-      if (handout.words) {
-        if (threadIdx.x == 0) {
-          const unsigned long long claimed = handout_claim(handout);
-          next = fixed + handout_index(handout, claimed, handout_ticket(handout));
-        }
-        next = __shfl_sync(0xFFFFFFFFu, next, 0);
-      }
+      const std::int64_t next = handout.words ? handed_out(slot, parity) : row + fixed;
       if (next < p.rows) fence_proxy_async_shared();
       issue(next < p.rows ? next : -1, slot);
     }
     if (++slot == stages) slot = 0, parity ^= 1u;
     sum_parity ^= 1u;
   }
-  if (handout.words && threadIdx.x == 0) handout_leave(handout);
+  if (handout.words && leader && threadIdx.x == 0) handout_leave(handout, gridDim.x / kCtas);
 }
 
 // At most 64 registers a thread: 1024 of them fill an SM's register file. The debug build, whose
@@ -327,8 +349,8 @@ cudaError_t resident_groups(Kernel kernel, std::size_t shared, int sm_count, int
 // m rows of a (R = a.ranks partials; 1 with kOneRank) in the persistent layout of kCtas CTAs a
 // row, with v's gates and PDL: as many clusters as are resident at once, fewer when that
 // leaves the rows per cluster the same (the slowest cluster sets the time). The cta layout hands
-// rows out (a.boundary.handout) when m exceeds what the stages of every resident CTA hold: then
-// every resident CTA runs and the counter, not a stride, balances them.
+// rows out (a.boundary.handout) when m exceeds what the stages of every resident cluster hold:
+// then every resident cluster runs and the counter, not a stride, balances them.
 template <int kCtas, bool kOneRank, class Intermediates>
 cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
                         const Intermediates& d) {
@@ -343,8 +365,7 @@ cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant&
     return e;
   int resident = 0;
   if (const cudaError_t e = resident_groups<kCtas>(kernel, full, a.boundary.ctas, &resident); e != cudaSuccess) return e;
-  const bool handout = kCtas == 1 && a.boundary.handout.words != nullptr &&
-                       m > static_cast<std::int64_t>(ring.stages) * resident;
+  const bool handout = a.boundary.handout.words != nullptr && m > static_cast<std::int64_t>(ring.stages) * resident;
   const std::int64_t per = (m + resident - 1) / resident;
   const std::int64_t clusters = handout ? resident : (m + per - 1) / per;
   // No more stages than rows a cluster: a stage no row fills is room taken for nothing. (Measured

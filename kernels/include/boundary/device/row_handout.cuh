@@ -19,11 +19,11 @@
 
 namespace boundary::dev {
 
-// One thread of each CTA, before its first ticket: the previous grid has finished (a no-op after
+// The thread that takes tickets, before its first: the previous grid has finished (a no-op after
 // the kernel's own PDL wait).
 __device__ __forceinline__ void handout_join() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
-// Thread-level: issue the claim and the next ticket back to back (one thread; the two atomics
+// The taking thread: issue the claim and the next ticket back to back (the two atomics
 // reach the same word in program order), check them when the ticket is used.
 __device__ __forceinline__ unsigned long long handout_claim(const RowHandout& h) {
   return atomicCAS(h.words, 0ull, static_cast<unsigned long long>(h.tag) << 32);
@@ -39,11 +39,12 @@ __device__ __forceinline__ std::uint32_t handout_index(const RowHandout& h, unsi
   return static_cast<std::uint32_t>(ticket);
 }
 
-// One thread of each CTA, after its last ticket: the CTA that leaves last resets both words for
-// the next launch (whose tickets come after its PDL wait, so after this grid's end).
-__device__ __forceinline__ void handout_leave(const RowHandout& h) {
-  __threadfence();  // this CTA's tickets before its count
-  if (atomicAdd(h.words + 1, 1ull) == gridDim.x - 1ull) {
+// The one thread of each of the grid's `takers` (its CTAs, or its clusters' leaders) that takes
+// tickets, after its last: the one that leaves last resets both words for the next launch (whose
+// tickets come after its PDL wait, so after this grid's end).
+__device__ __forceinline__ void handout_leave(const RowHandout& h, unsigned takers) {
+  __threadfence();  // this taker's tickets before its count
+  if (atomicAdd(h.words + 1, 1ull) == takers - 1ull) {
     __threadfence();  // every CTA's count (and so its tickets) before the reset
     atomicExch(h.words, 0ull);
     atomicExch(h.words + 1, 0ull);
