@@ -1,10 +1,12 @@
-// The cta layout's row hand-out (boundary/device/row_handout.cuh): above the rows its stages hold
-// at once (3 a CTA with an F32 stream, 4 with BF16: 396 and 528 rows on 132 SMs), each CTA's later
-// rows come from the boundary object's counter at run time. Every m above that in the other GPU
-// tests runs it (m = 1000 and 4096, where cta is the default layout; 1,000 CUDA graph replays of m = 1000,
-// the counter back at zero after each). Here: two objects on two streams at once, and one object
-// whose counter another launch holds, which must fail loudly, in a process of its own (its trap
-// ends the CUDA context).
+// The row hand-out of the persistent layouts (boundary/device/row_handout.cuh): above the rows
+// their stages hold at once (cta: 3 a CTA with an F32 stream, 4 with BF16, 396 and 528 rows on 132
+// SMs), each cluster's later rows come from the boundary object's counter at run time. Every m
+// above that in the other GPU tests runs it: cta at m = 1000 and 4096 (its default layout there)
+// and in 1,000 CUDA graph replays of m = 1000, the counter back at zero after each; pair forced at
+// m = 1000; the all-reduce boundary's pair and quad at m = 4096 and, R = 8, on the first late-gates
+// m of its variant matrix. Here: two objects on two streams at once, and one object whose counter
+// another launch holds, which must fail loudly, in a process of its own (its trap ends the CUDA
+// context).
 #include "gpu_test_launches.hpp"
 
 #include <boundary/gpu/diagnostics.hpp>     // occupy_row_counter
