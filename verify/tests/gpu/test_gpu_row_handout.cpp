@@ -3,8 +3,8 @@
 // SMs), each cluster's later rows come from the boundary object's counter at run time. Every m
 // above that in the other GPU tests runs it: cta at m = 1000 and 4096 (its default layout there)
 // and in 1,000 CUDA graph replays of m = 1000, the counter back at zero after each; pair forced at
-// m = 1000; the all-reduce boundary's pair and quad at m = 4096 and, R = 8, on the first late-gates
-// m of its variant matrix. Here: two objects on two streams at once, and one object whose counter
+// m = 1000; the all-reduce boundary's quad at m = 4096, and its pair and quad wherever else its
+// variant matrix exceeds their stages' rows. Here: two objects on two streams at once, and one object whose counter
 // another launch holds, which must fail loudly, in a process of its own (its trap ends the CUDA
 // context).
 #include "gpu_test_launches.hpp"
