@@ -203,7 +203,7 @@ GateResult gate(const GateOptions& o) {
   const std::optional<st::File> operands = o.operands ? std::optional(read_operands(*o.operands)) : std::nullopt;
   const unsigned threads = host_threads(o.threads);
 
-  GateResult result{report::start_report("gate", o.max_mismatches)};
+  GateResult result{report::start_report("gate", o.max_mismatches), {}, std::nullopt};
   report::Report& rep = result.report;
   rep.gpu = external ? "not requested" : gpu_status(o, rep.environment);
   const bool gpu = external || rep.gpu == "run";  // the implementations run
