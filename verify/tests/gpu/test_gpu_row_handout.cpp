@@ -43,7 +43,7 @@ TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, ev
     Subject& s;
     StreamDtype sd;
     std::int64_t first;  // its data rows
-    Stream stream{cudaStreamNonBlocking};
+    Stream stream;  // blocking: ordered after the legacy-stream uploads, not after the other side
     DeviceBuffer out{bytes16(kM) * kLaunches}, ns{bytes32(kM) * kLaunches};
   };
   Side sides[] = {{a, StreamDtype::f32, 0}, {b, StreamDtype::bf16, 1000}};
