@@ -40,10 +40,11 @@ TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, ev
   require_handout(a);
   constexpr int kLaunches = 8;
   struct Side {
+    Side(Subject& subject, StreamDtype dtype, std::int64_t first_row) : s(subject), sd(dtype), first(first_row) {}
     Subject& s;
     StreamDtype sd;
     std::int64_t first;  // its data rows
-    Stream stream;  // blocking: ordered after the legacy-stream uploads, not after the other side
+    Stream stream;       // blocking: ordered after the legacy-stream uploads, not after the other side
     DeviceBuffer out{bytes16(kM) * kLaunches}, ns{bytes32(kM) * kLaunches};
   };
   Side sides[] = {{a, StreamDtype::f32, 0}, {b, StreamDtype::bf16, 1000}};
