@@ -70,6 +70,19 @@ float contract_sum_of_squares(const std::vector<float>& v, bool fma_squares) {
   return Contract{v, fma_squares}.sum_of_squares();
 }
 
+// Rows of normal values scaled by 2^-30 .. 2^30 each, so that the order of the sum shows in its bits.
+struct MixedMagnitudeRows {
+  explicit MixedMagnitudeRows(unsigned seed) : rng(seed) {}
+  std::vector<float> next() {
+    std::vector<float> v(kH);
+    for (float& a : v) a = std::ldexp(normal(rng), exp(rng));
+    return v;
+  }
+  std::mt19937 rng;
+  std::uniform_int_distribution<int> exp{-30, 30};
+  std::normal_distribution<float> normal;
+};
+
 // A plausible wrong order: the columns one after another.
 float sequential_row_sum(const std::vector<float>& v) {
   float s = 0.0f;
@@ -104,12 +117,9 @@ TEST_CASE("fma_squares changes the bits: one rounding instead of two") {
 }
 
 TEST_CASE("each step equals the contract's: chunk_pair, thread_sum, warp_sum, row_sum") {
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<int> exp(-30, 30);
-  std::normal_distribution<float> normal;
+  MixedMagnitudeRows rows(11);
   for (int n = 0; n < 4; ++n) {
-    std::vector<float> v(kH);
-    for (float& a : v) a = std::ldexp(normal(rng), exp(rng));
+    const std::vector<float> v = rows.next();
     for (bool fma : {false, true}) {
       const Contract contract{v, fma};
       Lanes pairs, sums;
@@ -189,12 +199,9 @@ TEST_CASE("FPRev triples: which columns meet first is the contract's tree") {
 }
 
 TEST_CASE("random rows of mixed magnitudes equal the contract's transcription") {
-  std::mt19937 rng(3);
-  std::uniform_int_distribution<int> exp(-30, 30);
-  std::normal_distribution<float> normal;
+  MixedMagnitudeRows rows(3);
   for (int n = 0; n < 40; ++n) {
-    std::vector<float> v(kH);
-    for (float& a : v) a = std::ldexp(normal(rng), exp(rng));
+    const std::vector<float> v = rows.next();
     for (bool fma : {false, true}) REQUIRE(bits(sum_of_squares(v.data(), fma)) == bits(contract_sum_of_squares(v, fma)));
   }
 }
