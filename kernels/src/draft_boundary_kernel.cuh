@@ -178,7 +178,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   pdl_wait();
   pdl_launch_dependents();
   const std::int64_t first = blockIdx.x / kCtas, step = gridDim.x / kCtas;
-  const std::int64_t fixed = stages * step;  // rows fixed per CTA: stage i of cluster c starts with c + i step
+  const std::int64_t fixed = stages * step;  // rows fixed per cluster: stage i of cluster c starts with c + i step
   const RowHandout handout = p.handout;
   const bool leader = part == 0;  // takes the cluster's rows from the hand-out
   if (threadIdx.x < 32)
@@ -348,8 +348,8 @@ cudaError_t resident_groups(Kernel kernel, std::size_t shared, int sm_count, int
 
 // m rows of a (R = a.ranks partials; 1 with kOneRank) in the persistent layout of kCtas CTAs a
 // row, with v's gates and PDL: as many clusters as are resident at once, fewer when that
-// leaves the rows per cluster the same (the slowest cluster sets the time). The cta layout hands
-// rows out (a.boundary.handout) when m exceeds what the stages of every resident cluster hold:
+// leaves the rows per cluster the same (the slowest cluster sets the time). Rows are handed out
+// (a.boundary.handout) when m exceeds what the stages of every resident cluster hold:
 // then every resident cluster runs and the counter, not a stride, balances them.
 template <int kCtas, bool kOneRank, class Intermediates>
 cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
