@@ -153,6 +153,14 @@ void occupy_row_counter(const BoundaryBase& b, std::uint32_t foreign_tag) {
   cuda_check(cudaDeviceSynchronize(), "occupying the row counter");
 }
 
+RowCounterWords row_counter_words(const BoundaryBase& b) {
+  const DeviceScope scope(b.device_);
+  cuda_check(cudaDeviceSynchronize(), "reading the row counter");
+  unsigned long long w[2] = {};
+  cuda_check(cudaMemcpy(w, b.row_counter_->words(), sizeof w, cudaMemcpyDeviceToHost), "reading the row counter");
+  return {w[0], w[1]};
+}
+
 void run_after_producer(DiagnosticBoundary& b, Mutant m, const void* src_branch, const TensorView& dst_branch,
                         const TensorView& stream, const Outputs& outputs, unsigned delay_ns, cudaStream_t cuda_stream,
                         Variant variant) {

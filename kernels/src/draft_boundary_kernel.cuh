@@ -183,7 +183,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const bool leader = part == 0;  // takes the cluster's rows from the hand-out
   if (threadIdx.x < 32)
     for (int i = 0; i < stages; ++i) issue(first + i * step < p.rows ? first + i * step : -1, i);
-  if (handout.words && leader && threadIdx.x == 0) handout_join();
+  if (handout.words && leader && threadIdx.x == 0) handout_join(handout);  // while the first copies land
   // Warp 0, refilling stage `slot` in phase `phase` of its barriers: the next row from the
   // hand-out (>= p.rows: none). The leader takes a ticket and lanes 1 .. kCtas - 1 send the row to
   // the other CTAs, which wait for it. A stage's next_row is written again only a ring later, after
@@ -191,10 +191,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const auto handed_out = [&](int slot, std::uint32_t phase) {
     std::int64_t next = 0;
     if (leader) {
-      if (threadIdx.x == 0) {
-        const unsigned long long claimed = handout_claim(handout);
-        next = fixed + handout_index(handout, claimed, handout_ticket(handout));
-      }
+      if (threadIdx.x == 0) next = fixed + handout_ticket(handout);
       next = __shfl_sync(0xFFFFFFFFu, next, 0);
       if constexpr (kCtas > 1)
         if (threadIdx.x >= 1 && threadIdx.x < kCtas)

@@ -360,6 +360,9 @@ TEST_CASE("CUDA graph: 1,000 replays of the captured fused boundary, each sample
     }
     CUDA_CHECK(cudaStreamSynchronize(bench.stream));
     REQUIRE(sampled == samples.size());
+    const gpu::RowCounterWords idle = gpu::row_counter_words(s.fused);  // reset by every replay's launch
+    CHECK_MESSAGE((idle.rows == 0 && idle.done == 0), context << ": row counter after the replays: " << idle.rows << ", "
+                                                              << idle.done);
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const std::int64_t first = (samples[i] % 2) * c.m;
       const std::string replay = context + " | replay " + std::to_string(samples[i]);

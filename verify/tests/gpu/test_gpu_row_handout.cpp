@@ -1,12 +1,13 @@
 // The row hand-out of the persistent layouts (boundary/device/row_handout.cuh): above the rows
 // their stages hold at once (cta: 3 a CTA with an F32 stream, 4 with BF16, 396 and 528 rows on 132
-// SMs), each cluster's later rows come from the boundary object's counter at run time. Every m
-// above that in the other GPU tests runs it: cta at m = 1000 and 4096 (its default layout there)
-// and in 1,000 CUDA graph replays of m = 1000, the counter back at zero after each; pair forced at
-// m = 1000; the all-reduce boundary's quad at m = 4096, and its pair and quad wherever else its
-// variant matrix exceeds their stages' rows. Here: two objects on two streams at once, and one object whose counter
-// another launch holds, which must fail loudly, in a process of its own (its trap ends the CUDA
-// context).
+// SMs; pair 3 a cluster, 396; quad 7, 462), each cluster's later rows come from the boundary
+// object's counter at run time. Every m above that in the other GPU tests runs it: cta at m = 1000
+// and 4096 (its default layout there) and in 1,000 CUDA graph replays of m = 1000, the counter
+// back at zero after them; pair forced at m = 1000; the all-reduce boundary's quad at m = 4096,
+// and its pair and quad wherever else its variant matrix exceeds their stages' rows. Here: two
+// objects on two streams at once, the counters idle after; and, for each persistent layout, one
+// object whose counter another launch holds, which must fail loudly (so the layout does take its
+// rows from the counter at m = 1000), each in a process of its own (its trap ends the CUDA context).
 #include "gpu_test_launches.hpp"
 
 #include <boundary/gpu/diagnostics.hpp>     // occupy_row_counter
@@ -28,7 +29,44 @@ void require_handout(const Subject& s) {
   REQUIRE(kM > 4 * static_cast<std::int64_t>(s.fused.sm_count()));
 }
 
-constexpr const char* kOccupiedCase = "row hand-out: a launch that meets another launch's tag traps (own process)";
+// The hidden cases, one a persistent layout, each run in a process of its own by the visible case.
+constexpr const char* kOccupiedCta = "row hand-out: a cta launch that meets another launch's tag traps (own process)";
+constexpr const char* kOccupiedPair = "row hand-out: a pair launch that meets another launch's tag traps (own process)";
+constexpr const char* kOccupiedQuad = "row hand-out: a quad launch that meets another launch's tag traps (own process)";
+
+// The hidden case's body. No Stream or pinned buffer here: their destructors check CUDA's answer,
+// which after the trap is the context's error.
+void occupied_counter_traps(gpu::Layout layout) {
+  const HostRows& host = realistic_rows();
+  const DeviceRows rows(host);
+  const NamedConstants k{"post-ffn (stock)", post_ffn(), true};
+  Subject s(k, realistic_operands(k.constants));
+  require_handout(s);
+  const Variant v{StreamDtype::f32, true, true, true, layout};
+  const DeviceBuffer out(bytes16(kM)), ns(bytes32(kM));
+  const gpu::Outputs o{TensorView{out.get(), Dtype::bf16, {kM, kH}}, TensorView{ns.get(), Dtype::f32, {kM, kH}}};
+  const auto launch = [&] {
+    s.fused.run(rows.branch_view(0, kM), rows.stream_view(StreamDtype::f32, 0, kM), o, nullptr, v);
+    return cudaStreamSynchronize(nullptr);
+  };
+  // The control: with the counter idle the same launch succeeds and is right, so the failure
+  // below is the foreign tag's.
+  REQUIRE(launch() == cudaSuccess);
+  std::vector<std::uint16_t> got(elements(kM));
+  REQUIRE(cudaMemcpy(got.data(), out.get(), bytes16(kM), cudaMemcpyDeviceToHost) == cudaSuccess);
+  const Expected want = emulate(s, host, StreamDtype::f32, kM);
+  expect_bits<std::uint16_t>(std::string("idle counter, ") + gpu::layout_name(layout), "out", got, want.out_rows(0, kM),
+                             "the emulator");
+  const gpu::RowCounterWords idle = gpu::row_counter_words(s.fused);
+  CHECK(idle.rows == 0);
+  CHECK(idle.done == 0);
+
+  gpu::occupy_row_counter(s.fused, 0xB0B);
+  const cudaError_t e = launch();
+  CHECK(e != cudaSuccess);
+  std::printf("the launch's error: %s\n", cudaGetErrorName(e));
+  std::fflush(stdout);
+}
 
 }  // namespace
 
@@ -64,6 +102,9 @@ TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, ev
   const Bench staging(kM);
   for (Side& side : sides) {
     CUDA_CHECK(cudaStreamSynchronize(side.stream));
+    const gpu::RowCounterWords idle = gpu::row_counter_words(side.s.fused);  // every launch reset it
+    CHECK(idle.rows == 0);
+    CHECK(idle.done == 0);
     const Expected want = emulate(side.s, host, side.sd, kM, side.first);
     for (int i = 0; i < kLaunches; ++i) {
       const std::string context = side.s.name + " | stream " + (side.sd == StreamDtype::f32 ? "F32" : "BF16") +
@@ -76,43 +117,21 @@ TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, ev
   }
 }
 
-TEST_CASE("row hand-out: one object's counter held by another launch fails the launch loudly") {
-  const gpu::ChannelDir dir;
-  const std::vector<gpu::RankExit> exits = gpu::launch_ranks(
-      gpu::this_executable(), 1,
-      [](int) { return std::vector<std::string>{"--no-skip", std::string("--test-case=") + kOccupiedCase}; }, dir.path(),
-      std::chrono::minutes(2));
-  REQUIRE(exits.size() == 1);
-  INFO("the process: " << exits[0].describe() << "\n" << exits[0].log_tail(4000));
-  CHECK(exits[0].ok());
-  CHECK(exits[0].log.find("the launch's error: cuda") != std::string::npos);
+TEST_CASE("row hand-out: one object's counter held by another launch fails the launch loudly, every persistent layout") {
+  for (const char* hidden : {kOccupiedCta, kOccupiedPair, kOccupiedQuad}) {
+    const gpu::ChannelDir dir;
+    const std::vector<gpu::RankExit> exits = gpu::launch_ranks(
+        gpu::this_executable(), 1,
+        [hidden](int) { return std::vector<std::string>{"--no-skip", std::string("--test-case=") + hidden}; }, dir.path(),
+        std::chrono::minutes(2));
+    REQUIRE(exits.size() == 1);
+    INFO(hidden << "\nthe process: " << exits[0].describe() << "\n" << exits[0].log_tail(4000));
+    CHECK(exits[0].ok());
+    CHECK(exits[0].log.find("the launch's error: cuda") != std::string::npos);
+  }
 }
 
-// Run by the case above only. No Stream or pinned buffer here: their destructors check CUDA's
-// answer, which after the trap is the context's error.
-TEST_CASE(kOccupiedCase * doctest::skip()) {
-  const HostRows& host = realistic_rows();
-  const DeviceRows rows(host);
-  const NamedConstants k{"post-ffn (stock)", post_ffn(), true};
-  Subject s(k, realistic_operands(k.constants));
-  require_handout(s);
-  const DeviceBuffer out(bytes16(kM)), ns(bytes32(kM));
-  const gpu::Outputs o{TensorView{out.get(), Dtype::bf16, {kM, kH}}, TensorView{ns.get(), Dtype::f32, {kM, kH}}};
-  const auto launch = [&] {
-    s.fused.run(rows.branch_view(0, kM), rows.stream_view(StreamDtype::f32, 0, kM), o, nullptr);
-    return cudaStreamSynchronize(nullptr);
-  };
-  // The control: with the counter idle the same launch succeeds and is right, so the failure
-  // below is the foreign tag's.
-  REQUIRE(launch() == cudaSuccess);
-  std::vector<std::uint16_t> got(elements(kM));
-  REQUIRE(cudaMemcpy(got.data(), out.get(), bytes16(kM), cudaMemcpyDeviceToHost) == cudaSuccess);
-  const Expected want = emulate(s, host, StreamDtype::f32, kM);
-  expect_bits<std::uint16_t>("idle counter", "out", got, want.out_rows(0, kM), "the emulator");
-
-  gpu::occupy_row_counter(s.fused, 0xB0B);
-  const cudaError_t e = launch();
-  CHECK(e != cudaSuccess);
-  std::printf("the launch's error: %s\n", cudaGetErrorName(e));
-  std::fflush(stdout);
-}
+// Run by the case above only.
+TEST_CASE(kOccupiedCta * doctest::skip()) { occupied_counter_traps(gpu::Layout::cta); }
+TEST_CASE(kOccupiedPair * doctest::skip()) { occupied_counter_traps(gpu::Layout::pair); }
+TEST_CASE(kOccupiedQuad * doctest::skip()) { occupied_counter_traps(gpu::Layout::quad); }

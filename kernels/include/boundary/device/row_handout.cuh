@@ -19,23 +19,20 @@
 
 namespace boundary::dev {
 
-// The thread that takes tickets, before its first: the previous grid has finished (a no-op after
-// the kernel's own PDL wait).
-__device__ __forceinline__ void handout_join() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-
-// The taking thread: issue the claim and the next ticket back to back (the two atomics
-// reach the same word in program order), check them when the ticket is used.
-__device__ __forceinline__ unsigned long long handout_claim(const RowHandout& h) {
-  return atomicCAS(h.words, 0ull, static_cast<unsigned long long>(h.tag) << 32);
+// The thread that takes tickets, before its first: waits for the previous grid to finish (a
+// no-op after the kernel's own PDL wait), then claims the word for this launch if it is idle, and
+// traps if another launch holds it. Once per taker, not per ticket: the word cannot go back to
+// idle before every taker has left (handout_leave).
+__device__ __forceinline__ void handout_join(const RowHandout& h) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const unsigned long long claimed = atomicCAS(h.words, 0ull, static_cast<unsigned long long>(h.tag) << 32);
+  if (claimed != 0 && static_cast<std::uint32_t>(claimed >> 32) != h.tag) __trap();
 }
-__device__ __forceinline__ unsigned long long handout_ticket(const RowHandout& h) { return atomicAdd(h.words, 1ull); }
 
-// The index a ticket stands for; traps when the word held another launch's tag (at the claim:
-// `claimed`, or at the ticket).
-__device__ __forceinline__ std::uint32_t handout_index(const RowHandout& h, unsigned long long claimed,
-                                                       unsigned long long ticket) {
-  const bool claim_ok = claimed == 0 || static_cast<std::uint32_t>(claimed >> 32) == h.tag;
-  if (!claim_ok || static_cast<std::uint32_t>(ticket >> 32) != h.tag) __trap();
+// The next ticket's index; traps when the word holds another launch's tag.
+__device__ __forceinline__ std::uint32_t handout_ticket(const RowHandout& h) {
+  const unsigned long long ticket = atomicAdd(h.words, 1ull);
+  if (static_cast<std::uint32_t>(ticket >> 32) != h.tag) __trap();
   return static_cast<std::uint32_t>(ticket);
 }
 
@@ -46,8 +43,11 @@ __device__ __forceinline__ void handout_leave(const RowHandout& h, unsigned take
   __threadfence();  // this taker's tickets before its count
   if (atomicAdd(h.words + 1, 1ull) == takers - 1ull) {
     __threadfence();  // every CTA's count (and so its tickets) before the reset
-    atomicExch(h.words, 0ull);
+    // done first: until rows is idle it still carries this launch's tag, so a launch that
+    // meets it in between traps instead of counting into a done that is about to be cleared.
     atomicExch(h.words + 1, 0ull);
+    __threadfence();
+    atomicExch(h.words, 0ull);
   }
 }
 

@@ -89,6 +89,14 @@ class DiagnosticAllReduceBoundary : public AllReduceBoundary {
 // that test runs in a process of its own. Synchronous; throws CudaError.
 void occupy_row_counter(const BoundaryBase& b, std::uint32_t foreign_tag);
 
+// b's row counter as it stands (synchronous: every launch on every stream has finished): after
+// each launch's end both words must be 0 again (idle), and a test that finds otherwise has found
+// a launch that did not reset it. Throws CudaError.
+struct RowCounterWords {
+  unsigned long long rows = 0, done = 0;
+};
+RowCounterWords row_counter_words(const BoundaryBase& b);
+
 // Copies `bytes` (a multiple of 16) from src to dst, launched normally (no PDL attribute). Every
 // block triggers griddepcontrol.launch_dependents first and then sleeps about delay_ns before
 // copying: a PDL dependent may start at once, and one that read dst before its

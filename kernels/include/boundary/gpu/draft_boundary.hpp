@@ -25,6 +25,7 @@ namespace detail {
 struct BoundaryParams;
 class RowCounter;
 }  // namespace detail
+struct RowCounterWords;  // diagnostics.hpp
 
 // A CUDA call failed: the message names the call and CUDA's error. Tools map it to exit code 3.
 class CudaError : public std::runtime_error {
@@ -140,6 +141,7 @@ class BoundaryBase {
 
   // For the test that a foreign tag traps (boundary/gpu/diagnostics.hpp).
   friend void occupy_row_counter(const BoundaryBase& b, std::uint32_t foreign_tag);
+  friend RowCounterWords row_counter_words(const BoundaryBase& b);
 };
 
 class DraftBoundary : public BoundaryBase {
