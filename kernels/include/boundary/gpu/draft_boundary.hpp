@@ -103,8 +103,10 @@ struct OwnedOutputs {
 // and two such launches running at once on two streams would share it. Each launch carries its
 // own tag, and a kernel that meets another launch's tag traps (the launch fails, and with it the
 // CUDA context): use one object per concurrent stream. Launches in one stream, PDL and CUDA
-// graphs included, are fine. Construct objects outside a CUDA graph capture (the counter is zeroed
-// synchronously), and keep them alive as long as a graph that launches them.
+// graphs included, are fine, provided that a kernel between two of them that is itself launched
+// with PDL waits for its predecessor (griddepcontrol.wait), as any reader of the boundary's
+// outputs must. Construct objects outside a CUDA graph capture (the counter is zeroed
+// synchronously), and keep them alive, and unassigned, as long as a graph that launches them.
 class BoundaryBase {
  public:
   // Throws InputError naming the operand: missing, wrong shape [8192], dtype or alignment,
