@@ -6,10 +6,10 @@
 // fills (cp.async.bulk), so that the next rows land while one reduces; gates and weights are
 // loaded once per CTA. It serves the DraftBoundary (one rank: the branch, passed unchanged) and
 // the all-reduce boundary (R partials summed in rank order). Layout::cluster, one row per cluster
-// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh. With a row hand-out (when m exceeds
-// the rows the stages of every resident cluster hold at once), each cluster's first rows are fixed
-// as above and every later one is taken from the boundary object's counter (row_handout.cuh) by
-// the cluster's leader (CTA 0), which sends it to the other CTAs.
+// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh. The cta layout of one rank has a
+// second build, with rows handed out (kHandout; chosen from launch_ring's thresholds): each CTA's
+// first rows are fixed as above and every later one is taken from the boundary object's counter
+// (row_handout.cuh), so that an SM that streams faster takes more rows.
 //
 // One source, several builds: the production kernel (draft_boundary_kernel.cu), the debug build
 // that also writes the intermediates (draft_boundary_debug.cu), and the planted-bug builds
@@ -42,22 +42,24 @@ inline constexpr int kMaxStages = 8;
 
 // A CTA's shared memory before its ring of stages: the gammas of its columns (computed once per
 // CTA; shared memory as room the registers lack), the row sums' scratch (two alternating ones on
-// a cluster, cluster_row_sum), two barriers a stage: its branch (the partials) landed, its
-// stream landed, and the row a stage holds (-1: none, the CTA's rows are done). The post norm
-// needs only the branch, so it starts while the stream, two thirds of a row's bytes with an F32
-// stream, is still on its way. On a cluster with rows handed out, the leader's st.async of a
-// stage's next row lands in next_row and completes row_landed (one phase a refill).
+// a cluster, cluster_row_sum) and two barriers a stage: its branch (the partials) landed, its
+// stream landed. The post norm needs only the branch, so it starts while the stream, two thirds
+// of a row's bytes with an F32 stream, is still on its way. With rows handed out, also the row a
+// stage holds (-1: none, the CTA's rows are done).
 template <int kCtas>
-struct RingShared {
+struct RingSharedFixed {
   float post_gamma[kH / kCtas], pre_gamma[kH / kCtas];
   std::conditional_t<kCtas == 1, FragmentSumScratch, ClusterSumScratch<kCtas>> sum[kCtas == 1 ? 1 : 2];
   std::uint64_t branch_landed[kMaxStages], stream_landed[kMaxStages];
-  std::int64_t stage_row[kMaxStages];
-  std::int64_t next_row[kCtas == 1 ? 1 : kMaxStages];
-  std::uint64_t row_landed[kCtas == 1 ? 1 : kMaxStages];
 };
+template <int kCtas, bool kHandout>
+struct RingShared : RingSharedFixed<kCtas> {};
 template <int kCtas>
-inline constexpr std::uint32_t kRingFixedBytes = (sizeof(RingShared<kCtas>) + 127) / 128 * 128;
+struct RingShared<kCtas, true> : RingSharedFixed<kCtas> {
+  std::int64_t stage_row[kMaxStages];
+};
+template <int kCtas, bool kHandout>
+inline constexpr std::uint32_t kRingFixedBytes = (sizeof(RingShared<kCtas, kHandout>) + 127) / 128 * 128;
 
 // One stage: this CTA's slice of a row of each rank's partial, then of the stream. A slice is the
 // columns of its reference warps: kSegments runs of the row (one a fragment; one run with one CTA
@@ -76,18 +78,19 @@ __device__ __forceinline__ void store_row_value(float* p, std::int64_t row, floa
 // The gates stay in registers and the gammas in shared memory for all the CTA's rows: loaded
 // once, before the PDL wait (overlapping the previous grid's tail) unless late. Warp 0 keeps
 // p.stages rows in flight: it refills a stage when it is done with that stage's row, with the
-// row `stages` further on, or with a row from the hand-out (p.handout.words set).
-template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
+// row `stages` further on, or (kHandout) with a row from the hand-out, p.handout.
+template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, bool kHandout, class Intermediates>
 __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Intermediates& d) {
+  static_assert(!kHandout || (kCtas == 1 && kOneRank), "rows are handed out in the cta layout of one rank only");
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
   constexpr int kSlice = kH / kCtas;
   using Stream = std::conditional_t<kStreamF32, float, std::uint16_t>;
   extern __shared__ __align__(128) unsigned char shared_bytes[];
-  RingShared<kCtas>& sh = *reinterpret_cast<RingShared<kCtas>*>(shared_bytes);
+  RingShared<kCtas, kHandout>& sh = *reinterpret_cast<RingShared<kCtas, kHandout>*>(shared_bytes);
   const BoundaryParams& p = a.boundary;
   const int ranks = kOneRank ? 1 : a.ranks;
   const std::uint32_t stage_bytes = ring_stage_bytes<kCtas, kStreamF32>(ranks);
-  const auto stage = [&](int slot) { return shared_bytes + kRingFixedBytes<kCtas> + slot * stage_bytes; };
+  const auto stage = [&](int slot) { return shared_bytes + kRingFixedBytes<kCtas, kHandout> + slot * stage_bytes; };
   constexpr int kSegments = kCtas == 1 ? 1 : kFragments;   // runs of the row in a slice
   constexpr int kSegment = kSlice / kSegments;              // columns a run
   const int part = static_cast<int>(blockIdx.x % kCtas);  // which slice of the row
@@ -130,12 +133,15 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
                             kSegment * sizeof(Stream), &sh.stream_landed[slot]);
     }
   };
-  // Stage `slot` gets row `row`, or none (-1: the barriers complete with no bytes). Lane 0 writes
-  // the row before its arrival, which releases it to the threads that wait for the stage.
+  // With rows handed out: stage `slot` gets row `row`, or none (-1: the barriers complete with no
+  // bytes). Lane 0 writes the row before its arrival, which releases it to the threads that wait
+  // for the stage.
   const auto issue = [&](std::int64_t row, int slot) {
-    if (threadIdx.x == 0) sh.stage_row[slot] = row;
-    if (row >= 0) load_row(row, slot);
-    else if (threadIdx.x == 0) barrier_arrive(&sh.branch_landed[slot]), barrier_arrive(&sh.stream_landed[slot]);
+    if constexpr (kHandout) {
+      if (threadIdx.x == 0) sh.stage_row[slot] = row;
+      if (row >= 0) load_row(row, slot);
+      else if (threadIdx.x == 0) barrier_arrive(&sh.branch_landed[slot]), barrier_arrive(&sh.stream_landed[slot]);
+    }
   };
   // This thread's fragment of a landed stage: the branch (all-reduced) in x; the stream in s.
   const auto read_branch = [&](int slot, float (&x)[kVec]) {
@@ -153,10 +159,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const int stages = p.stages;
   if (threadIdx.x == 0) {
     for (int i = 0; i < stages; ++i) barrier_init(&sh.branch_landed[i], 1), barrier_init(&sh.stream_landed[i], 1);
-    if constexpr (kCtas > 1) {
-      for (int i = 0; i < stages; ++i) barrier_init(&sh.row_landed[i], 1);
-      cluster_sum_init(sh.sum[0]), cluster_sum_init(sh.sum[1]);  // its fence covers every init above
-    }
+    if constexpr (kCtas > 1) cluster_sum_init(sh.sum[0]), cluster_sum_init(sh.sum[1]);
     fence_proxy_async_shared();
   }
   if constexpr (kCtas > 1) cluster_arrive_started();
@@ -178,30 +181,20 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   pdl_wait();
   pdl_launch_dependents();
   const std::int64_t first = blockIdx.x / kCtas, step = gridDim.x / kCtas;
-  const std::int64_t fixed = stages * step;  // rows fixed per cluster: stage i of cluster c starts with c + i step
-  const RowHandout handout = p.handout;
-  const bool leader = part == 0;  // takes the cluster's rows from the hand-out
+  const std::int64_t fixed = stages * step;  // rows fixed per CTA: stage i of CTA c starts with c + i step
   if (threadIdx.x < 32)
-    for (int i = 0; i < stages; ++i) issue(first + i * step < p.rows ? first + i * step : -1, i);
-  if (handout.words && leader && threadIdx.x == 0) handout_join(handout);  // while the first copies land
-  // Warp 0, refilling stage `slot` in phase `phase` of its barriers: the next row from the
-  // hand-out (>= p.rows: none). The leader takes a ticket and lanes 1 .. kCtas - 1 send the row to
-  // the other CTAs, which wait for it. A stage's next_row is written again only a ring later, after
-  // row sums that every CTA joins after reading it.
-  const auto handed_out = [&](int slot, std::uint32_t phase) {
-    std::int64_t next = 0;
-    if (leader) {
-      if (threadIdx.x == 0) next = fixed + handout_ticket(handout);
-      next = __shfl_sync(0xFFFFFFFFu, next, 0);
-      if constexpr (kCtas > 1)
-        if (threadIdx.x >= 1 && threadIdx.x < kCtas)
-          store_to_cluster_cta(&sh.next_row[slot], next, &sh.row_landed[slot], threadIdx.x);
-    } else if constexpr (kCtas > 1) {
-      if (threadIdx.x == 0) barrier_arrive_expect_bytes(&sh.row_landed[slot], sizeof(std::int64_t));
-      barrier_wait_cluster(&sh.row_landed[slot], phase);
-      next = sh.next_row[slot];
+    for (int i = 0; i < stages; ++i) {
+      const std::int64_t row = first + i * step;
+      if constexpr (kHandout) issue(row < p.rows ? row : -1, i);
+      else if (row < p.rows) load_row(row, i);
     }
-    return next;
+  if constexpr (kHandout)
+    if (threadIdx.x == 0) handout_join(p.handout);  // while the first copies land
+  // Warp 0's next row for a stage from the hand-out (>= p.rows: none): lane 0 takes a ticket.
+  const auto handed_out = [&] {
+    std::int64_t next = 0;
+    if (threadIdx.x == 0) next = fixed + handout_ticket(p.handout);
+    return __shfl_sync(0xFFFFFFFFu, next, 0);
   };
   if (late) load_gates();  // while the first rows' copies are under way
   {
@@ -224,11 +217,16 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const auto gains_in_shared = [local](const float* gains) {
     return [gains, local](int, float (&g)[kVec]) { read_f32x8(gains + local, g); };
   };
+  const bool leader = part == 0;
   int slot = 0;
-  for (;;) {
+  for (std::int64_t row = first;; row += step) {
+    if constexpr (!kHandout)
+      if (row >= p.rows) break;
     barrier_wait(&sh.branch_landed[slot], parity);
-    const std::int64_t row = sh.stage_row[slot];
-    if (row < 0) break;  // every later stage is empty too: rows are issued in stage order
+    if constexpr (kHandout) {
+      row = sh.stage_row[slot];
+      if (row < 0) break;  // every later stage is empty too: rows are issued in stage order
+    }
     float x[1][kVec], s[1][kVec];
     read_branch(slot, x[0]);
 
@@ -261,28 +259,34 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     // before the pre norm's row sum, whose barrier warp 0 has passed. Here, with the row's values
     // dead, warp 0 has the registers that the copies' addresses and the ticket need.
     if (threadIdx.x < 32) {
-      const std::int64_t next = handout.words ? handed_out(slot, parity) : row + fixed;
-      if (next < p.rows) fence_proxy_async_shared();
-      issue(next < p.rows ? next : -1, slot);
+      if constexpr (kHandout) {
+        const std::int64_t next = handed_out();
+        if (next < p.rows) fence_proxy_async_shared();
+        issue(next < p.rows ? next : -1, slot);
+      } else if (row + fixed < p.rows) {
+        fence_proxy_async_shared();
+        load_row(row + fixed, slot);
+      }
     }
     if (++slot == stages) slot = 0, parity ^= 1u;
     sum_parity ^= 1u;
   }
-  if (handout.words && leader && threadIdx.x == 0) handout_leave(handout, gridDim.x / kCtas);
+  if constexpr (kHandout)
+    if (threadIdx.x == 0) handout_leave(p.handout, gridDim.x);
 }
 
 // At most 64 registers a thread: 1024 of them fill an SM's register file. The debug build, whose
 // speed does not matter, may take more (its intermediates' pointers) rather than spill.
-template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
+template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, bool kHandout, class Intermediates>
 __global__ void __launch_bounds__(kRowThreads / kCtas, std::is_same_v<Intermediates, NoIntermediates> ? kCtas : 1)
     ring_kernel(const AllReduceParams a, const Intermediates d) {
-  ring_rows<kCtas, kStreamF32, kStore, kOneRank>(a, d);
+  ring_rows<kCtas, kStreamF32, kStore, kOneRank, kHandout>(a, d);
 }
 
-template <int kCtas, bool kOneRank, class Intermediates>
+template <int kCtas, bool kOneRank, bool kHandout, class Intermediates>
 auto ring_kernel_for(const Variant& v) {
   return for_variant(v, [](auto f32, auto store) {
-    return ring_kernel<kCtas, decltype(f32)::value, decltype(store)::value, kOneRank, Intermediates>;
+    return ring_kernel<kCtas, decltype(f32)::value, decltype(store)::value, kOneRank, kHandout, Intermediates>;
   });
 }
 
@@ -299,7 +303,7 @@ Ring ring_for(const Variant& v, int ranks) {
   constexpr std::size_t kBudget = kCtas == 1 ? 227 * 1024 : 113 * 1024;
   Ring r{};
   r.stage_bytes = v.stream == StreamDtype::f32 ? ring_stage_bytes<kCtas, true>(ranks) : ring_stage_bytes<kCtas, false>(ranks);
-  r.stages = std::clamp(static_cast<int>((kBudget - kRingFixedBytes<kCtas>) / r.stage_bytes), 1, kMaxStages);
+  r.stages = std::clamp(static_cast<int>((kBudget - kRingFixedBytes<kCtas, true>) / r.stage_bytes), 1, kMaxStages);
   return r;
 }
 
@@ -343,18 +347,27 @@ cudaError_t resident_groups(Kernel kernel, std::size_t shared, int sm_count, int
   return e;
 }
 
+// Rows a resident CTA of the cta layout (one rank) must have on average before they are handed
+// out, by the stream's dtype. H200, boundary_gpu_bench, one device call (2026-12-05 about 02:00
+// UTC), fused us with a static division / rows handed out: F32 stream, m = 1024 29.76 / 32.23,
+// 2048 58.22 / 56.33, 4096 111.95 / 104.32, 8192 213.57 / 200.23; BF16 stream 25.94 / 30.16,
+// 47.71 / 51.68, 93.73 / 94.35, 183.36 / 180.68. In the same call the pair and quad layouts and
+// the all-reduce boundary (R = 8) were slower with rows handed out at every m measured (quad,
+// one rank, m = 8192: 316.7 against 257.9), so they divide rows statically.
+constexpr std::int64_t handout_rows_per_cta(StreamDtype stream) { return stream == StreamDtype::f32 ? 12 : 32; }
+
 // m rows of a (R = a.ranks partials; 1 with kOneRank) in the persistent layout of kCtas CTAs a
 // row, with v's gates and PDL: as many clusters as are resident at once, fewer when that
-// leaves the rows per cluster the same (the slowest cluster sets the time). Rows are handed out
-// (a.boundary.handout) when m exceeds what the stages of every resident cluster hold:
-// then every resident cluster runs and the counter, not a stride, balances them.
-template <int kCtas, bool kOneRank, class Intermediates>
-cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
-                        const Intermediates& d) {
-  const auto kernel = ring_kernel_for<kCtas, kOneRank, Intermediates>(v);
+// leaves the rows per cluster the same (the slowest cluster sets the time). kHandout (the cta
+// layout of one rank, a.boundary.handout set, above handout_rows_per_cta): every resident CTA
+// runs and the counter, not a stride, balances them.
+template <int kCtas, bool kOneRank, bool kHandout, class Intermediates>
+cudaError_t launch_ring_build(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
+                              const Intermediates& d) {
+  const auto kernel = ring_kernel_for<kCtas, kOneRank, kHandout, Intermediates>(v);
   const Ring ring = ring_for<kCtas>(v, kOneRank ? 1 : a.ranks);
   const auto shared_for = [&](int stages) {
-    return kRingFixedBytes<kCtas> + static_cast<std::size_t>(stages) * ring.stage_bytes;
+    return kRingFixedBytes<kCtas, kHandout> + static_cast<std::size_t>(stages) * ring.stage_bytes;
   };
   const std::size_t full = shared_for(ring.stages);
   if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(full));
@@ -362,9 +375,11 @@ cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant&
     return e;
   int resident = 0;
   if (const cudaError_t e = resident_groups<kCtas>(kernel, full, a.boundary.ctas, &resident); e != cudaSuccess) return e;
-  const bool handout = a.boundary.handout.words != nullptr && m > static_cast<std::int64_t>(ring.stages) * resident;
+  if constexpr (kCtas == 1 && kOneRank && !kHandout)
+    if (a.boundary.handout.words != nullptr && m > handout_rows_per_cta(v.stream) * resident)
+      return launch_ring_build<kCtas, kOneRank, true>(a, m, v, s, d);
   const std::int64_t per = (m + resident - 1) / resident;
-  const std::int64_t clusters = handout ? resident : (m + per - 1) / per;
+  const std::int64_t clusters = kHandout ? resident : (m + per - 1) / per;
   // No more stages than rows a cluster: a stage no row fills is room taken for nothing. (Measured
   // neutral on an H200 so far: pair at m = 132, 5.10 us with one stage, 5.11 with four.)
   const int stages = static_cast<int>(std::min<std::int64_t>(ring.stages, per));
@@ -373,16 +388,26 @@ cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant&
   q.boundary.late_gates = v.late_gates;
   q.boundary.rows = m;
   q.boundary.stages = stages;
-  q.boundary.handout = handout ? a.boundary.handout : dev::RowHandout{};
+  q.boundary.handout = kHandout ? a.boundary.handout : dev::RowHandout{};
   return launch_pdl_cluster(kernel, dim3(static_cast<unsigned>(clusters * kCtas)), dim3(kRowThreads / kCtas), kCtas,
                             shared, v.pdl, s, q, d);
 }
 
-// Loads a ring kernel now, not lazily at its first launch (which may be inside a capture).
+template <int kCtas, bool kOneRank, class Intermediates>
+cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
+                        const Intermediates& d) {
+  return launch_ring_build<kCtas, kOneRank, false>(a, m, v, s, d);
+}
+
+// Loads a ring kernel (both builds of the cta layout of one rank) now, not lazily at its first
+// launch (which may be inside a capture).
 template <int kCtas, bool kOneRank, class Intermediates>
 cudaError_t prepare_ring(const Variant& v) {
   cudaFuncAttributes attributes{};
-  return cudaFuncGetAttributes(&attributes, ring_kernel_for<kCtas, kOneRank, Intermediates>(v));
+  cudaError_t e = cudaFuncGetAttributes(&attributes, ring_kernel_for<kCtas, kOneRank, false, Intermediates>(v));
+  if constexpr (kCtas == 1 && kOneRank)
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, ring_kernel_for<kCtas, kOneRank, true, Intermediates>(v));
+  return e;
 }
 
 // The persistent layouts on a (one rank with kOneRank): cta, pair and quad.

@@ -303,7 +303,7 @@ TEST_CASE("CUDA graph: 1,000 replays of the captured fused boundary, each sample
   const NamedConstants k{"post-ffn (stock)", post_ffn(), true};
   Subject s(k, realistic_operands(k.constants));
   const int sm = s.fused.sm_count();
-  const Bench bench(1000);
+  const Bench bench(2000);
   constexpr int kReplays = 1000;
   // Replays 0, 1, 2, every 53rd, and the last three: each alternating input set seen early and late.
   std::vector<int> samples = {0, 1, 2};
@@ -315,7 +315,7 @@ TEST_CASE("CUDA graph: 1,000 replays of the captured fused boundary, each sample
     bool store;
   };
   for (const Config& c : {Config{2, StreamDtype::f32, true}, Config{sm + 1, StreamDtype::bf16, false},
-                          Config{1000, StreamDtype::f32, true}}) {
+                          Config{2000, StreamDtype::f32, true}}) {  // 2000: rows handed out (cta, F32)
     const Expected want = emulate(s, host, c.sd, 2 * c.m);  // input set A: rows [0, m); B: rows [m, 2m)
     const Variant v = s.fused.variant_for(c.m, c.sd, c.store);
     const std::string context = s.name + " | graph, m = " + std::to_string(c.m) + " | " + describe(v);

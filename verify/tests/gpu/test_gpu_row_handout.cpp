@@ -1,13 +1,11 @@
-// The row hand-out of the persistent layouts (boundary/device/row_handout.cuh): above the rows
-// their stages hold at once (cta: 3 a CTA with an F32 stream, 4 with BF16, 396 and 528 rows on 132
-// SMs; pair 3 a cluster, 396; quad 7, 462), each cluster's later rows come from the boundary
-// object's counter at run time. Every m above that in the other GPU tests runs it: cta at m = 1000
-// and 4096 (its default layout there) and in 1,000 CUDA graph replays of m = 1000, the counter
-// back at zero after them; pair forced at m = 1000; the all-reduce boundary's quad at m = 4096,
-// and its pair and quad wherever else its variant matrix exceeds their stages' rows. Here: two
-// objects on two streams at once, the counters idle after; and, for each persistent layout, one
-// object whose counter another launch holds, which must fail loudly (so the layout does take its
-// rows from the counter at m = 1000), each in a process of its own (its trap ends the CUDA context).
+// The row hand-out of the cta layout of one rank (boundary/device/row_handout.cuh): above 12 rows
+// a resident CTA with an F32 stream, 24 with BF16 (1,584 and 3,168 rows on 132 SMs), each CTA's
+// later rows come from the boundary object's counter at run time. The other GPU tests run it at m
+// = 4096 (both stream dtypes, the cta layout's default there) and in 1,000 CUDA graph replays of
+// m = 2000 (F32), the counter back at zero after them. Here: two objects on two streams at once,
+// one F32 and one BF16, the counters idle after; and one object whose counter another launch
+// holds, which must fail loudly (so the cta layout does take its rows from the counter at kM), in
+// a process of its own (its trap ends the CUDA context).
 #include "gpu_test_launches.hpp"
 
 #include <boundary/gpu/diagnostics.hpp>     // occupy_row_counter
@@ -21,28 +19,27 @@ using namespace gpu_test;
 
 namespace {
 
-constexpr std::int64_t kM = 1000;
+constexpr std::int64_t kM = 3400;
 
-// Rows are handed out at kM for both stream dtypes on this device, in the layout the object picks.
+// Rows are handed out at kM for both stream dtypes on this device, in the layout the object picks
+// (above 24 rows a CTA with a BF16 stream, one CTA an SM).
 void require_handout(const Subject& s) {
   for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) REQUIRE(s.fused.variant_for(kM, sd, true).layout == gpu::Layout::cta);
-  REQUIRE(kM > 4 * static_cast<std::int64_t>(s.fused.sm_count()));
+  REQUIRE(kM > 24 * static_cast<std::int64_t>(s.fused.sm_count()));
 }
 
-// The hidden cases, one a persistent layout, each run in a process of its own by the visible case.
-constexpr const char* kOccupiedCta = "row hand-out: a cta launch that meets another launch's tag traps (own process)";
-constexpr const char* kOccupiedPair = "row hand-out: a pair launch that meets another launch's tag traps (own process)";
-constexpr const char* kOccupiedQuad = "row hand-out: a quad launch that meets another launch's tag traps (own process)";
+// The hidden case, run in a process of its own by the visible case.
+constexpr const char* kOccupied = "row hand-out: a cta launch that meets another launch's tag traps (own process)";
 
 // The hidden case's body. No Stream or pinned buffer here: their destructors check CUDA's answer,
 // which after the trap is the context's error.
-void occupied_counter_traps(gpu::Layout layout) {
+void occupied_counter_traps() {
   const HostRows& host = realistic_rows();
   const DeviceRows rows(host);
   const NamedConstants k{"post-ffn (stock)", post_ffn(), true};
   Subject s(k, realistic_operands(k.constants));
   require_handout(s);
-  const Variant v{StreamDtype::f32, true, true, true, layout};
+  const Variant v{StreamDtype::f32, true, true, true, gpu::Layout::cta};
   const DeviceBuffer out(bytes16(kM)), ns(bytes32(kM));
   const gpu::Outputs o{TensorView{out.get(), Dtype::bf16, {kM, kH}}, TensorView{ns.get(), Dtype::f32, {kM, kH}}};
   const auto launch = [&] {
@@ -55,8 +52,7 @@ void occupied_counter_traps(gpu::Layout layout) {
   std::vector<std::uint16_t> got(elements(kM));
   REQUIRE(cudaMemcpy(got.data(), out.get(), bytes16(kM), cudaMemcpyDeviceToHost) == cudaSuccess);
   const Expected want = emulate(s, host, StreamDtype::f32, kM);
-  expect_bits<std::uint16_t>(std::string("idle counter, ") + gpu::layout_name(layout), "out", got, want.out_rows(0, kM),
-                             "the emulator");
+  expect_bits<std::uint16_t>("idle counter, cta", "out", got, want.out_rows(0, kM), "the emulator");
   const gpu::RowCounterWords idle = gpu::row_counter_words(s.fused);
   CHECK(idle.rows == 0);
   CHECK(idle.done == 0);
@@ -85,7 +81,7 @@ TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, ev
     Stream stream;       // blocking: ordered after the legacy-stream uploads, not after the other side
     DeviceBuffer out{bytes16(kM) * kLaunches}, ns{bytes32(kM) * kLaunches};
   };
-  Side sides[] = {{a, StreamDtype::f32, 0}, {b, StreamDtype::bf16, 1000}};
+  Side sides[] = {{a, StreamDtype::f32, 0}, {b, StreamDtype::bf16, kRows - kM}};
   for (Side& side : sides) {
     side.s.fused.prepare(side.s.fused.variant_for(kM, side.sd, true), side.stream);
     poison(side.out.get(), side.out.bytes(), side.stream);
@@ -117,21 +113,17 @@ TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, ev
   }
 }
 
-TEST_CASE("row hand-out: one object's counter held by another launch fails the launch loudly, every persistent layout") {
-  for (const char* hidden : {kOccupiedCta, kOccupiedPair, kOccupiedQuad}) {
-    const gpu::ChannelDir dir;
-    const std::vector<gpu::RankExit> exits = gpu::launch_ranks(
-        gpu::this_executable(), 1,
-        [hidden](int) { return std::vector<std::string>{"--no-skip", std::string("--test-case=") + hidden}; }, dir.path(),
-        std::chrono::minutes(2));
-    REQUIRE(exits.size() == 1);
-    INFO(hidden << "\nthe process: " << exits[0].describe() << "\n" << exits[0].log_tail(4000));
-    CHECK(exits[0].ok());
-    CHECK(exits[0].log.find("the launch's error: cuda") != std::string::npos);
-  }
+TEST_CASE("row hand-out: one object's counter held by another launch fails the cta launch loudly") {
+  const gpu::ChannelDir dir;
+  const std::vector<gpu::RankExit> exits = gpu::launch_ranks(
+      gpu::this_executable(), 1,
+      [](int) { return std::vector<std::string>{"--no-skip", std::string("--test-case=") + kOccupied}; }, dir.path(),
+      std::chrono::minutes(2));
+  REQUIRE(exits.size() == 1);
+  INFO("the process: " << exits[0].describe() << "\n" << exits[0].log_tail(4000));
+  CHECK(exits[0].ok());
+  CHECK(exits[0].log.find("the launch's error: cuda") != std::string::npos);
 }
 
 // Run by the case above only.
-TEST_CASE(kOccupiedCta * doctest::skip()) { occupied_counter_traps(gpu::Layout::cta); }
-TEST_CASE(kOccupiedPair * doctest::skip()) { occupied_counter_traps(gpu::Layout::pair); }
-TEST_CASE(kOccupiedQuad * doctest::skip()) { occupied_counter_traps(gpu::Layout::quad); }
+TEST_CASE(kOccupied * doctest::skip()) { occupied_counter_traps(); }

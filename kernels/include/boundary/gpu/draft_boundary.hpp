@@ -61,9 +61,10 @@ struct Outputs {
 // only the time does. Every layout has one 8-column fragment a thread.
 // - cta: a persistent grid of one CTA of 1024 threads per SM, rows strided over the CTAs; each CTA
 //   loads its gates and weights once and streams its rows through a ring of shared-memory stages
-//   that bulk copies fill. DraftBoundary only (R partials do not fit its stages). Above the rows
-//   its stages hold at once (3 a CTA with an F32 stream, 4 with BF16), each CTA's later rows are
-//   handed out at run time by a counter of the object's (see BoundaryBase); pair and quad too.
+//   that bulk copies fill. DraftBoundary only (R partials do not fit its stages). Above 12 rows a
+//   CTA with an F32 stream (24 with BF16; measured, see launch_ring), each CTA's rows after its
+//   first ones are handed out at run time by a counter of the object's (see BoundaryBase), so
+//   that an SM that streams faster takes more of them.
 // - pair, quad: the same on clusters of 2 (4) CTAs of 512 (256) threads, each CTA a half (a
 //   quarter) of every row of its cluster, the row sums completed across the cluster; two clusters'
 //   CTAs share an SM.
@@ -98,8 +99,9 @@ struct OwnedOutputs {
 // (not owned) and must outlive the object. With early gates (m <= SM count) they are read before
 // the PDL wait: a kernel just before the boundary must not write them.
 //
-// One launch of an object at a time: the persistent layouts' launches above their stages' rows
-// take rows from a counter in device memory that the object owns (copies of the object share it),
+// One launch of an object at a time: the cta layout's launches above its hand-out threshold (see
+// Layout) take rows from a counter in device memory that the object owns (copies of the object
+// share it),
 // and two such launches running at once on two streams would share it. Each launch carries its
 // own tag, and a kernel that meets another launch's tag traps (the launch fails, and with it the
 // CUDA context): use one object per concurrent stream. Launches in one stream, PDL and CUDA
