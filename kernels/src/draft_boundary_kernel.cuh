@@ -303,6 +303,8 @@ Ring ring_for(const Variant& v, int ranks) {
   constexpr std::size_t kBudget = kCtas == 1 ? 227 * 1024 : 113 * 1024;
   Ring r{};
   r.stage_bytes = v.stream == StreamDtype::f32 ? ring_stage_bytes<kCtas, true>(ranks) : ring_stage_bytes<kCtas, false>(ranks);
+  // The fixed part of the build with the hand-out, so that both cta builds hold the same stages
+  // (its row words change no stage count: every layout, both stream dtypes, 1, 2 and 8 ranks).
   r.stages = std::clamp(static_cast<int>((kBudget - kRingFixedBytes<kCtas, true>) / r.stage_bytes), 1, kMaxStages);
   return r;
 }
