@@ -350,13 +350,14 @@ cudaError_t resident_groups(Kernel kernel, std::size_t shared, int sm_count, int
 }
 
 // Rows a resident CTA of the cta layout (one rank) must have on average before they are handed
-// out, by the stream's dtype. H200, boundary_gpu_bench, one device call (2026-12-05 about 02:00
-// UTC), fused us with a static division / rows handed out: F32 stream, m = 1024 29.76 / 32.23,
-// 2048 58.22 / 56.33, 4096 111.95 / 104.32, 8192 213.57 / 200.23; BF16 stream 25.94 / 30.16,
-// 47.71 / 51.68, 93.73 / 94.35, 183.36 / 180.68. In the same call the pair and quad layouts and
-// the all-reduce boundary (R = 8) were slower with rows handed out at every m measured (quad,
-// one rank, m = 8192: 316.7 against 257.9), so they divide rows statically.
-constexpr std::int64_t handout_rows_per_cta(StreamDtype stream) { return stream == StreamDtype::f32 ? 12 : 32; }
+// out, by the stream's dtype. H200, boundary_gpu_bench, one device call (2026-12-05 about 01:55
+// UTC), fused us, the static build (the kernels of commit 3dd6068) / rows handed out: F32 stream,
+// m = 1024 30.09 / 32.23, 2048 57.86 / 56.33, 4096 111.30 / 104.32, 8192 213.08 / 200.23; BF16
+// stream 25.79 / 30.16, 48.70 / 51.68, 94.93 / 94.35, 183.57 / 180.68 (7.8, 15.5, 31 and 62 rows
+// a CTA on 132 SMs). In the same call the pair and quad layouts and the all-reduce boundary (R =
+// 8) were slower with rows handed out at every m measured (quad, one rank, m = 8192: 316.7
+// against 255.2), so they divide rows statically.
+constexpr std::int64_t handout_rows_per_cta(StreamDtype stream) { return stream == StreamDtype::f32 ? 12 : 24; }
 
 // m rows of a (R = a.ranks partials; 1 with kOneRank) in the persistent layout of kCtas CTAs a
 // row, with v's gates and PDL: as many clusters as are resident at once, fewer when that

@@ -4,8 +4,8 @@
 // = 4096 (both stream dtypes, the cta layout's default there) and in 1,000 CUDA graph replays of
 // m = 2000 (F32), the counter back at zero after them. Here: two objects on two streams at once,
 // one F32 and one BF16, the counters idle after; and one object whose counter another launch
-// holds, which must fail loudly (so the cta layout does take its rows from the counter at kM), in
-// a process of its own (its trap ends the CUDA context).
+// holds, which must fail loudly (so the cta layout does take its rows from the counter at kM, with
+// either stream dtype), each in a process of its own (its trap ends the CUDA context).
 #include "gpu_test_launches.hpp"
 
 #include <boundary/gpu/diagnostics.hpp>     // occupy_row_counter
@@ -28,22 +28,24 @@ void require_handout(const Subject& s) {
   REQUIRE(kM > 24 * static_cast<std::int64_t>(s.fused.sm_count()));
 }
 
-// The hidden case, run in a process of its own by the visible case.
-constexpr const char* kOccupied = "row hand-out: a cta launch that meets another launch's tag traps (own process)";
+// The hidden cases, one a stream dtype (their thresholds differ), each run in a process of its
+// own by the visible case.
+constexpr const char* kOccupiedF32 = "row hand-out: a cta launch (F32 stream) that meets another launch's tag traps (own process)";
+constexpr const char* kOccupiedBf16 = "row hand-out: a cta launch (BF16 stream) that meets another launch's tag traps (own process)";
 
-// The hidden case's body. No Stream or pinned buffer here: their destructors check CUDA's answer,
+// The hidden cases' body. No Stream or pinned buffer here: their destructors check CUDA's answer,
 // which after the trap is the context's error.
-void occupied_counter_traps() {
+void occupied_counter_traps(StreamDtype sd) {
   const HostRows& host = realistic_rows();
   const DeviceRows rows(host);
   const NamedConstants k{"post-ffn (stock)", post_ffn(), true};
   Subject s(k, realistic_operands(k.constants));
   require_handout(s);
-  const Variant v{StreamDtype::f32, true, true, true, gpu::Layout::cta};
+  const Variant v{sd, true, true, true, gpu::Layout::cta};
   const DeviceBuffer out(bytes16(kM)), ns(bytes32(kM));
   const gpu::Outputs o{TensorView{out.get(), Dtype::bf16, {kM, kH}}, TensorView{ns.get(), Dtype::f32, {kM, kH}}};
   const auto launch = [&] {
-    s.fused.run(rows.branch_view(0, kM), rows.stream_view(StreamDtype::f32, 0, kM), o, nullptr, v);
+    s.fused.run(rows.branch_view(0, kM), rows.stream_view(sd, 0, kM), o, nullptr, v);
     return cudaStreamSynchronize(nullptr);
   };
   // The control: with the counter idle the same launch succeeds and is right, so the failure
@@ -51,8 +53,9 @@ void occupied_counter_traps() {
   REQUIRE(launch() == cudaSuccess);
   std::vector<std::uint16_t> got(elements(kM));
   REQUIRE(cudaMemcpy(got.data(), out.get(), bytes16(kM), cudaMemcpyDeviceToHost) == cudaSuccess);
-  const Expected want = emulate(s, host, StreamDtype::f32, kM);
-  expect_bits<std::uint16_t>("idle counter, cta", "out", got, want.out_rows(0, kM), "the emulator");
+  const Expected want = emulate(s, host, sd, kM);
+  expect_bits<std::uint16_t>(std::string("idle counter, cta, ") + (sd == StreamDtype::f32 ? "F32" : "BF16"), "out", got,
+                             want.out_rows(0, kM), "the emulator");
   const gpu::RowCounterWords idle = gpu::row_counter_words(s.fused);
   CHECK(idle.rows == 0);
   CHECK(idle.done == 0);
@@ -113,17 +116,20 @@ TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, ev
   }
 }
 
-TEST_CASE("row hand-out: one object's counter held by another launch fails the cta launch loudly") {
-  const gpu::ChannelDir dir;
-  const std::vector<gpu::RankExit> exits = gpu::launch_ranks(
-      gpu::this_executable(), 1,
-      [](int) { return std::vector<std::string>{"--no-skip", std::string("--test-case=") + kOccupied}; }, dir.path(),
-      std::chrono::minutes(2));
-  REQUIRE(exits.size() == 1);
-  INFO("the process: " << exits[0].describe() << "\n" << exits[0].log_tail(4000));
-  CHECK(exits[0].ok());
-  CHECK(exits[0].log.find("the launch's error: cuda") != std::string::npos);
+TEST_CASE("row hand-out: one object's counter held by another launch fails the cta launch loudly, both stream dtypes") {
+  for (const char* hidden : {kOccupiedF32, kOccupiedBf16}) {
+    const gpu::ChannelDir dir;
+    const std::vector<gpu::RankExit> exits = gpu::launch_ranks(
+        gpu::this_executable(), 1,
+        [hidden](int) { return std::vector<std::string>{"--no-skip", std::string("--test-case=") + hidden}; }, dir.path(),
+        std::chrono::minutes(2));
+    REQUIRE(exits.size() == 1);
+    INFO(hidden << "\nthe process: " << exits[0].describe() << "\n" << exits[0].log_tail(4000));
+    CHECK(exits[0].ok());
+    CHECK(exits[0].log.find("the launch's error: cuda") != std::string::npos);
+  }
 }
 
 // Run by the case above only.
-TEST_CASE(kOccupied * doctest::skip()) { occupied_counter_traps(); }
+TEST_CASE(kOccupiedF32 * doctest::skip()) { occupied_counter_traps(StreamDtype::f32); }
+TEST_CASE(kOccupiedBf16 * doctest::skip()) { occupied_counter_traps(StreamDtype::bf16); }
