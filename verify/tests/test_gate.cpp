@@ -243,6 +243,15 @@ TEST_CASE("gate with one flipped bit: exit 1, the mismatch located, diagnosed, s
   CHECK(shrunk["fixture"] == (dir.path / "report-shrunk.safetensors").string());
   CHECK(shrunk["stage"] == "out");
   CHECK(shrunk["nontrivial_after"].get<std::int64_t>() < shrunk["nontrivial_before"].get<std::int64_t>());
+  CHECK(cli::format_gate(r).find("  shrunk the first mismatch to ") != std::string::npos);
+  // Regression: a shrink that took no step (torch's eager boundary on the H200, 2026-12-05) was
+  // summarized as "shrunk ... to 48713 non-trivial elements (from 48713)".
+  json unshrunk = r;
+  unshrunk["gate"]["shrink"]["steps"] = 0;
+  unshrunk["gate"]["shrink"]["nontrivial_after"] = shrunk["nontrivial_before"];
+  const std::string said = cli::format_gate(unshrunk);
+  CHECK(said.find("could not shrink the first mismatch: no simpler row kept it in ") != std::string::npos);
+  CHECK(said.find("shrunk the first mismatch to") == std::string::npos);
   // replay reproduces it: the recorded (flipped) out differs from the emulator's in that one element.
   cli::ReplayOptions replay;
   replay.files = {shrunk["fixture"].get<std::string>()};

@@ -77,11 +77,18 @@ std::string format_gate(const nlohmann::json& r) {
     o << "  " << total << " mismatching elements; the first " << std::min(items.size(), kMismatchesShown) << ":\n";
     for (std::size_t i = 0; i < items.size() && i < kMismatchesShown; ++i) mismatch_line(o, items[i]);
   }
-  if (g["shrink"].is_object())
-    o << "  shrunk the first mismatch to " << g["shrink"]["nontrivial_after"] << " non-trivial elements (from "
-      << g["shrink"]["nontrivial_before"] << "): " << g["shrink"]["fixture"].get<std::string>()
-      << " (boundary-verify replay reproduces it)\n";
-  else if (!g["shrink_note"].get<std::string>().empty())
+  if (g["shrink"].is_object()) {
+    const auto& k = g["shrink"];
+    // A mismatch that needs most of its row (a sum in another order) keeps no simpler row: say so,
+    // rather than "shrunk to N (from N)".
+    if (k["steps"].get<int>() == 0)
+      o << "  could not shrink the first mismatch: no simpler row kept it in " << k["predicate_calls"]
+        << " calls (--shrink-calls); its row as found, " << k["nontrivial_before"] << " non-trivial elements: ";
+    else
+      o << "  shrunk the first mismatch to " << k["nontrivial_after"] << " non-trivial elements (from "
+        << k["nontrivial_before"] << ", " << k["steps"] << " steps in " << k["predicate_calls"] << " calls): ";
+    o << k["fixture"].get<std::string>() << " (boundary-verify replay reproduces it)\n";
+  } else if (!g["shrink_note"].get<std::string>().empty())
     o << "  shrink: " << g["shrink_note"].get<std::string>() << "\n";
   if (r.contains("notes"))
     for (const auto& n : r["notes"]) o << "  " << n.get<std::string>() << "\n";
