@@ -351,12 +351,12 @@ cudaError_t resident_groups(Kernel kernel, std::size_t shared, int sm_count, int
 
 // Rows a resident CTA of the cta layout (one rank) must have on average before they are handed
 // out, by the stream's dtype. H200, boundary_gpu_bench, one device call (2026-12-05 about 01:55
-// UTC), fused us, the static build (the kernels of commit 3dd6068) / rows handed out: F32 stream,
-// m = 1024 30.09 / 32.23, 2048 57.86 / 56.33, 4096 111.30 / 104.32, 8192 213.08 / 200.23; BF16
-// stream 25.79 / 30.16, 48.70 / 51.68, 94.93 / 94.35, 183.57 / 180.68 (7.8, 15.5, 31 and 62 rows
-// a CTA on 132 SMs). In the same call the pair and quad layouts and the all-reduce boundary (R =
-// 8) were slower with rows handed out at every m measured (quad, one rank, m = 8192: 316.7
-// against 255.2), so they divide rows statically.
+// UTC, medians of the second of two rounds), fused us, the static build (the kernels of commit
+// 3dd6068) / rows handed out: F32 stream, m = 1024 30.08 / 32.22, 2048 57.95 / 56.30, 4096
+// 111.36 / 104.41, 8192 213.11 / 200.24; BF16 stream 25.81 / 30.12, 48.68 / 51.74, 94.87 /
+// 94.14, 183.43 / 180.62 (7.8, 15.5, 31 and 62 rows a CTA on 132 SMs). In the same call the pair
+// and quad layouts and the all-reduce boundary (R = 8) were slower with rows handed out at every
+// m measured (quad, one rank, m = 8192: 317.16 against 255.09), so they divide rows statically.
 constexpr std::int64_t handout_rows_per_cta(StreamDtype stream) { return stream == StreamDtype::f32 ? 12 : 24; }
 
 // m rows of a (R = a.ranks partials; 1 with kOneRank) in the persistent layout of kCtas CTAs a

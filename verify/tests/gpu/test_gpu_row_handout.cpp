@@ -54,8 +54,7 @@ void occupied_counter_traps(StreamDtype sd) {
   std::vector<std::uint16_t> got(elements(kM));
   REQUIRE(cudaMemcpy(got.data(), out.get(), bytes16(kM), cudaMemcpyDeviceToHost) == cudaSuccess);
   const Expected want = emulate(s, host, sd, kM);
-  expect_bits<std::uint16_t>(std::string("idle counter, cta, ") + (sd == StreamDtype::f32 ? "F32" : "BF16"), "out", got,
-                             want.out_rows(0, kM), "the emulator");
+  expect_bits<std::uint16_t>("idle counter, " + describe(v), "out", got, want.out_rows(0, kM), "the emulator");
   const gpu::RowCounterWords idle = gpu::row_counter_words(s.fused);
   CHECK(idle.rows == 0);
   CHECK(idle.done == 0);

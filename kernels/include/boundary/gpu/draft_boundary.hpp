@@ -62,9 +62,9 @@ struct Outputs {
 // - cta: a persistent grid of one CTA of 1024 threads per SM, rows strided over the CTAs; each CTA
 //   loads its gates and weights once and streams its rows through a ring of shared-memory stages
 //   that bulk copies fill. DraftBoundary only (R partials do not fit its stages). Above 12 rows a
-//   CTA with an F32 stream (24 with BF16; measured, see launch_ring), each CTA's rows after its
-//   first ones are handed out at run time by a counter of the object's (see BoundaryBase), so
-//   that an SM that streams faster takes more of them.
+//   CTA with an F32 stream (24 with BF16; measured, see handout_rows_per_cta), each CTA's rows
+//   after its first ones are handed out at run time by a counter of the object's (see
+//   BoundaryBase), so that an SM that streams faster takes more of them.
 // - pair, quad: the same on clusters of 2 (4) CTAs of 512 (256) threads, each CTA a half (a
 //   quarter) of every row of its cluster, the row sums completed across the cluster; two clusters'
 //   CTAs share an SM.
@@ -101,10 +101,9 @@ struct OwnedOutputs {
 //
 // One launch of an object at a time: the cta layout's launches above its hand-out threshold (see
 // Layout) take rows from a counter in device memory that the object owns (copies of the object
-// share it),
-// and two such launches running at once on two streams would share it. Each launch carries its
-// own tag, and a kernel that meets another launch's tag traps (the launch fails, and with it the
-// CUDA context): use one object per concurrent stream. Launches in one stream, PDL and CUDA
+// share it), and two such launches running at once on two streams would share it. Each launch
+// carries its own tag, and a kernel that meets another launch's tag traps (the launch fails, and
+// with it the CUDA context): use one object per concurrent stream. Launches in one stream, PDL and CUDA
 // graphs included, are fine, provided that a kernel between two of them that is itself launched
 // with PDL waits for its predecessor (griddepcontrol.wait), as any reader of the boundary's
 // outputs must. Construct objects outside a CUDA graph capture (the counter is zeroed
