@@ -19,7 +19,12 @@ __global__ void __cluster_dims__(8, 1, 1) cluster_barriers_kernel() {
   }
 }
 
+// Waits for the previous grid and lets the next one start, as the fused kernels and the copies
+// of a boundary's bytes do: without the early trigger its successor's launch would not overlap it,
+// and at small m the floor would be a launch latency the boundary does not pay.
 __global__ void __cluster_dims__(8, 1, 1) traffic_kernel(const TrafficParams p) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
   const std::size_t at = blockIdx.x * 128ull + threadIdx.x;  // 16-byte words of the BF16 tensors
   uint4 a = p.partials[0][at];
   for (int r = 1; r < p.ranks; ++r) {

@@ -36,7 +36,8 @@ struct TrafficParams {
   uint4* out;
   float4* new_stream;
 };
-// The traffic of m rows on m clusters of 8 CTAs of 128 threads, PDL on.
+// The traffic of m rows on m clusters of 8 CTAs of 128 threads, PDL on (waiting, then triggering
+// its successor at once, as the fused kernels do).
 void launch_traffic(const TrafficParams& p, std::int64_t m, cudaStream_t s);
 
 // How a copy divides its work among the CTAs of its grid (8 CTAs of 256 threads per SM). SMs
