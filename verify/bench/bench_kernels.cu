@@ -19,12 +19,17 @@ __global__ void __cluster_dims__(8, 1, 1) cluster_barriers_kernel() {
   }
 }
 
-// Waits for the previous grid and lets the next one start, as the fused kernels and the copies
-// of a boundary's bytes do: without the early trigger its successor's launch would not overlap it,
-// and at small m the floor would be a launch latency the boundary does not pay.
-__global__ void __cluster_dims__(8, 1, 1) traffic_kernel(const TrafficParams p) {
+// What every fused kernel does first under PDL: wait for the previous grid, then let the next one
+// start at once. The floors and copies that stand beside a boundary do it too: without the early
+// trigger a successor's launch would not overlap them, and at small m they would time a launch
+// latency the boundary does not pay.
+__device__ __forceinline__ void wait_then_trigger() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" :::);
+}
+
+__global__ void __cluster_dims__(8, 1, 1) traffic_kernel(const TrafficParams p) {
+  wait_then_trigger();
   const std::size_t at = blockIdx.x * 128ull + threadIdx.x;  // 16-byte words of the BF16 tensors
   uint4 a = p.partials[0][at];
   for (int r = 1; r < p.ranks; ++r) {
@@ -135,8 +140,7 @@ __global__ void __launch_bounds__(kCopyThreads, 8)
 // is visible from then on.
 __global__ void boundary_copy_kernel(const uint4* __restrict__ branch, uint4* __restrict__ out, std::size_t n_branch,
                                      const uint4* __restrict__ stream, uint4* __restrict__ new_stream, std::size_t n) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" :::);
+  wait_then_trigger();
   copy_grid_stride(BoundaryWords{branch, out, n_branch, stream, new_stream, n});
 }
 
@@ -144,8 +148,7 @@ __global__ void __launch_bounds__(kCopyThreads, 8)
     boundary_copy_chunks_kernel(const uint4* __restrict__ branch, uint4* __restrict__ out, std::size_t n_branch,
                                 const uint4* __restrict__ stream, uint4* __restrict__ new_stream, std::size_t n,
                                 unsigned* counter) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" :::);
+  wait_then_trigger();
   copy_chunks(BoundaryWords{branch, out, n_branch, stream, new_stream, n}, counter);
 }
 
