@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-captures the MUFU.RSQ table on the GPU of this machine (README.md, "The MUFU.RSQ model").
+# Re-captures the MUFU.RSQ table on the GPU of this machine (docs/emulator.md, "The MUFU.RSQ model").
 #   hardware/capture.sh OUT_DIR
 # Builds mufu_rsq_capture with nvcc alone (no project dependencies), runs it, and leaves in
 # OUT_DIR: mufu_rsq_delta.bin, provenance.json, capture.log, nvidia-smi.txt.

@@ -36,7 +36,7 @@ TEST_CASE("equal to the emulator on sampled bit patterns of all 2^32 (the shared
   }
 }
 
-TEST_CASE("the coefficients fit the widths the README states: at most 4 KB, 832 bytes packed") {
+TEST_CASE("the coefficients fit the widths docs/emulator.md states: at most 4 KB, 832 bytes packed") {
   static_assert(sizeof interp::kSegmentTable <= 4096);
   static_assert(sizeof(interp::Segment::c1) * 8 == interp::kC1Bits);  // c1's width is its type's
   static_assert(interp::kSegments * (interp::kC0Bits + interp::kC1Bits + interp::kC2Bits) == 832 * 8);

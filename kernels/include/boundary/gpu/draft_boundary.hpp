@@ -126,7 +126,7 @@ class BoundaryBase {
   // BoundaryBase& must pick the object's.
   virtual Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
   // The faster layout for m rows on this device, as boundary_gpu_bench measured it on the H200:
-  // see the README's benchmark table.
+  // docs/benchmarks.md has every layout at each m.
   Layout layout_for(std::int64_t m) const;
   int sm_count() const { return sm_count_; }
   const Constants& constants() const { return constants_; }
