@@ -56,7 +56,10 @@ struct FlatWords {
 };
 
 // A boundary's own bytes: the branch to out, then the stream to new_stream (the boundary reads
-// and writes as much), one word space over both.
+// and writes as much), one word space over both. kWide: a BF16 stream, half the bytes of the F32
+// new_stream, so each of its words is stored twice, into new_stream's first and second halves:
+// what the boundary reads (2 + 2 bytes an element) and writes (2 + 4), every store a whole sector.
+template <bool kWide>
 struct BoundaryWords {
   const uint4* branch;
   uint4* out;
@@ -66,8 +69,12 @@ struct BoundaryWords {
   std::size_t n;
   __device__ uint4 load(std::size_t i) const { return i < n_branch ? branch[i] : stream[i - n_branch]; }
   __device__ void store(std::size_t i, const uint4& v) const {
-    if (i < n_branch) out[i] = v;
-    else new_stream[i - n_branch] = v;
+    if (i < n_branch) {
+      out[i] = v;
+      return;
+    }
+    new_stream[i - n_branch] = v;
+    if constexpr (kWide) new_stream[i - n_branch + (n - n_branch)] = v;
   }
 };
 
@@ -138,18 +145,20 @@ __global__ void __launch_bounds__(kCopyThreads, 8)
 // The SM copy of a boundary's own bytes, waiting for the previous grid as the fused kernels do
 // (PDL). The chunked one touches its counter only after the wait: the previous launch's reset
 // is visible from then on.
+template <bool kWide>
 __global__ void boundary_copy_kernel(const uint4* __restrict__ branch, uint4* __restrict__ out, std::size_t n_branch,
                                      const uint4* __restrict__ stream, uint4* __restrict__ new_stream, std::size_t n) {
   wait_then_trigger();
-  copy_grid_stride(BoundaryWords{branch, out, n_branch, stream, new_stream, n});
+  copy_grid_stride(BoundaryWords<kWide>{branch, out, n_branch, stream, new_stream, n});
 }
 
+template <bool kWide>
 __global__ void __launch_bounds__(kCopyThreads, 8)
     boundary_copy_chunks_kernel(const uint4* __restrict__ branch, uint4* __restrict__ out, std::size_t n_branch,
                                 const uint4* __restrict__ stream, uint4* __restrict__ new_stream, std::size_t n,
                                 unsigned* counter) {
   wait_then_trigger();
-  copy_chunks(BoundaryWords{branch, out, n_branch, stream, new_stream, n}, counter);
+  copy_chunks(BoundaryWords<kWide>{branch, out, n_branch, stream, new_stream, n}, counter);
 }
 
 // Differing 16-byte words of a and b, added to *count: one atomic a thread at most.
@@ -221,18 +230,23 @@ void launch_sm_copy(Division d, const void* src, void* dst, std::size_t bytes, u
   gpu::cuda_check(cudaGetLastError(), "launching the SM copy kernel");
 }
 
-void launch_boundary_copy(Division d, const BoundaryCopy& c, std::int64_t m, unsigned* counter, int sm_count,
-                          cudaStream_t s) {
+void launch_boundary_copy(Division d, StreamDtype stream, const BoundaryCopy& c, std::int64_t m, unsigned* counter,
+                          int sm_count, cudaStream_t s) {
   const std::size_t elements = static_cast<std::size_t>(m) * kH;
   BoundaryCopy k = c;  // the launch takes the arguments' addresses
-  std::size_t n_branch = elements * 2 / 16, n = n_branch + elements * 4 / 16;
+  const bool wide = stream == StreamDtype::bf16;
+  std::size_t n_branch = elements * 2 / 16, n = n_branch + elements * (wide ? 2 : 4) / 16;
   const auto blocks = static_cast<unsigned>(sm_count * 8);
   if (d == Division::grid_stride)
-    launch(reinterpret_cast<const void*>(boundary_copy_kernel), blocks, kCopyThreads, true, s, "boundary copy kernel",
-           &k.branch, &k.out, &n_branch, &k.stream, &k.new_stream, &n);
+    launch(wide ? reinterpret_cast<const void*>(boundary_copy_kernel<true>)
+                : reinterpret_cast<const void*>(boundary_copy_kernel<false>),
+           blocks, kCopyThreads, true, s, "boundary copy kernel", &k.branch, &k.out, &n_branch, &k.stream,
+           &k.new_stream, &n);
   else
-    launch(reinterpret_cast<const void*>(boundary_copy_chunks_kernel), blocks, kCopyThreads, true, s,
-           "chunked boundary copy kernel", &k.branch, &k.out, &n_branch, &k.stream, &k.new_stream, &n, &counter);
+    launch(wide ? reinterpret_cast<const void*>(boundary_copy_chunks_kernel<true>)
+                : reinterpret_cast<const void*>(boundary_copy_chunks_kernel<false>),
+           blocks, kCopyThreads, true, s, "chunked boundary copy kernel", &k.branch, &k.out, &n_branch, &k.stream,
+           &k.new_stream, &n, &counter);
 }
 
 void launch_count_differences(const void* a, const void* b, std::size_t bytes, unsigned long long* count,
@@ -255,8 +269,12 @@ void prepare_bench_kernels() {
   gpu::cuda_check(cudaFuncGetAttributes(&a, traffic_kernel), "loading the traffic kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, sm_copy_kernel), "loading the SM copy kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, sm_copy_chunks_kernel), "loading the chunked SM copy kernel");
-  gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_kernel), "loading the boundary copy kernel");
-  gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_chunks_kernel), "loading the chunked boundary copy kernel");
+  gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_kernel<false>), "loading the boundary copy kernel");
+  gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_kernel<true>), "loading the widening boundary copy kernel");
+  gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_chunks_kernel<false>),
+                  "loading the chunked boundary copy kernel");
+  gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_chunks_kernel<true>),
+                  "loading the chunked widening boundary copy kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, count_differences_kernel), "loading the compare kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, fill_pattern_kernel), "loading the fill kernel");
 }

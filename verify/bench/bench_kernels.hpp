@@ -56,16 +56,17 @@ inline constexpr std::size_t kChunkCounterBytes = 2 * sizeof(unsigned);
 // dst = src, `bytes` (a multiple of 16). counter: for Division::dynamic (ignored otherwise).
 void launch_sm_copy(Division d, const void* src, void* dst, std::size_t bytes, unsigned* counter, int sm_count,
                     cudaStream_t s);
-// The tensors of one boundary's F32 buffer set: branch -> out (BF16), stream -> new_stream (F32).
+// The tensors of one boundary's buffer set: branch -> out (BF16), stream -> new_stream (F32).
 struct BoundaryCopy {
   const uint4* branch;
   uint4* out;
-  const uint4* stream;
+  const uint4* stream;  // in the given stream dtype
   uint4* new_stream;
 };
-// Copies m rows of each, PDL on (the dynamic copy touches its counter only after the wait).
-void launch_boundary_copy(Division d, const BoundaryCopy& c, std::int64_t m, unsigned* counter, int sm_count,
-                          cudaStream_t s);
+// Copies m rows of each, PDL on (the dynamic copy touches its counter only after the wait). A BF16
+// stream (half new_stream's bytes) lands in new_stream twice, in its first and its second half.
+void launch_boundary_copy(Division d, StreamDtype stream, const BoundaryCopy& c, std::int64_t m, unsigned* counter,
+                          int sm_count, cudaStream_t s);
 // Adds to *count (device memory) the number of 16-byte words in which a and b (`bytes` each) differ.
 void launch_count_differences(const void* a, const void* b, std::size_t bytes, unsigned long long* count,
                               cudaStream_t s);

@@ -110,6 +110,40 @@ AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
   return a;
 }
 
+// The SM copy of the boundary's tensors at m in both divisions, each checked first (a BF16
+// stream must land in both halves of new_stream), timed on the same buffer sets as the boundary.
+CopyFloor measure_boundary_copy(const Bench& b, const Schedule& sched, const std::vector<BufferSet>& sets,
+                                std::int64_t m, StreamDtype stream) {
+  const cudaStream_t s = b.stream;
+  const auto copy = [&](Division d, const BufferSet& x) {
+    const void* from = stream == StreamDtype::f32 ? x.stream_f32.get() : x.stream_bf16.get();
+    launch_boundary_copy(d, stream,
+                         {static_cast<const uint4*>(x.branch.get()), static_cast<uint4*>(x.out.get()),
+                          static_cast<const uint4*>(from), static_cast<uint4*>(x.new_stream.get())},
+                         m, b.chunk_counter, b.dev.sm_count, s);
+  };
+  const auto elements = static_cast<std::size_t>(m) * kH;
+  const BufferSet& x = sets[0];
+  std::vector<CopiedBytes> parts = {{x.branch.get(), x.out.get(), elements * 2}};
+  if (stream == StreamDtype::f32) {
+    parts.push_back({x.stream_f32.get(), x.new_stream.get(), elements * 4});
+  } else {
+    parts.push_back({x.stream_bf16.get(), x.new_stream.get(), elements * 2});
+    unsigned char* second_half = static_cast<unsigned char*>(x.new_stream.get()) + elements * 2;
+    parts.push_back({x.stream_bf16.get(), second_half, elements * 2});
+  }
+  const std::string what =
+      std::string("SM copy of the boundary's bytes, ") + (stream == StreamDtype::f32 ? "F32" : "BF16") + " stream";
+  for (Division d : {Division::grid_stride, Division::dynamic})
+    check_copy([&] { copy(d, x); }, parts, d == Division::dynamic ? b.chunk_counter : nullptr, s,
+               what + " at m = " + std::to_string(m) + ", " + division_name(d));
+  const auto set = [&](int i) -> const BufferSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
+  CopyFloor f;
+  f.grid_stride = time_graph(s, sched, [&](int i) { copy(Division::grid_stride, set(i)); }, what);
+  f.dynamic = time_graph(s, sched, [&](int i) { copy(Division::dynamic, set(i)); }, what + ", chunks at run time");
+  return f;
+}
+
 }  // namespace
 
 CopyResult measure_copy(cudaStream_t s, const Options& o, const DeviceInfo& dev, unsigned* counter) {
@@ -186,22 +220,8 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
     set_traffic_outputs(sets[i], traffic[i]);
   }
   r.traffic = time_traffic(s, sched, m, traffic);
-  const auto copy = [&](Division d, const BufferSet& x) {
-    launch_boundary_copy(d,
-                         {static_cast<const uint4*>(x.branch.get()), static_cast<uint4*>(x.out.get()),
-                          static_cast<const uint4*>(x.stream_f32.get()), static_cast<uint4*>(x.new_stream.get())},
-                         m, b.chunk_counter, b.dev.sm_count, s);
-  };
-  const auto elements = static_cast<std::size_t>(m) * kH;
-  for (Division d : {Division::grid_stride, Division::dynamic})
-    check_copy([&] { copy(d, sets[0]); },
-               {{sets[0].branch.get(), sets[0].out.get(), elements * 2},
-                {sets[0].stream_f32.get(), sets[0].new_stream.get(), elements * 4}},
-               d == Division::dynamic ? b.chunk_counter : nullptr, s,
-               "SM copy of the boundary's bytes at m = " + std::to_string(m) + ", " + division_name(d));
-  r.copy = time_graph(s, sched, [&](int i) { copy(Division::grid_stride, set(i)); }, "SM copy of the boundary's bytes");
-  r.copy_dynamic = time_graph(
-      s, sched, [&](int i) { copy(Division::dynamic, set(i)); }, "SM copy of the boundary's bytes, chunks at run time");
+  r.copy_f32 = measure_boundary_copy(b, sched, sets, m, StreamDtype::f32);
+  r.copy_bf16 = measure_boundary_copy(b, sched, sets, m, StreamDtype::bf16);
   sets.clear();  // the all-reduce sets are bigger: free these first
   if (b.options.ranks > 0) r.all_reduce = measure_all_reduce(b, m);
   return r;

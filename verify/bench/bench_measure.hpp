@@ -63,6 +63,16 @@ struct AllReduceResult {
   double bytes = 0;
 };
 
+// The SM copy of a boundary's own tensors at one m (bench_kernels.hpp: launch_boundary_copy), on
+// its full grid with PDL, in both divisions; the faster is the floor of those bytes.
+struct CopyFloor {
+  Timing grid_stride, dynamic;
+  Division division() const {
+    return dynamic.median_us < grid_stride.median_us ? Division::dynamic : Division::grid_stride;
+  }
+  const Timing& faster() const { return division() == Division::dynamic ? dynamic : grid_stride; }
+};
+
 struct RowResult {
   std::int64_t m = 0;
   int sets = 1;
@@ -71,18 +81,12 @@ struct RowResult {
   gpu::Layout layout = gpu::Layout::cta;  // the dispatcher's choice for m (fused_f32, fused_bf16)
   Timing cta_f32, cluster_f32, pair_f32, quad_f32;  // each layout forced, F32 stream stored
   Timing traffic;  // the floor of its bytes: the traffic kernel over branch, stream, out and new_stream
-  Timing copy;     // the SM copy of the same four tensors on a full grid (bench_kernels.hpp), PDL on, grid-stride
-  Timing copy_dynamic;  // ... its chunks handed out at run time
+  CopyFloor copy_f32, copy_bf16;  // the SM copy of its tensors (branch, stream, out, new_stream), each stream dtype
   double bytes_f32 = 0, bytes_bf16 = 0, bytes_eager = 0;
   std::optional<AllReduceResult> all_reduce;
 
   // The floor one launch of this grid can reach: the faster of the two empty launches.
   const Timing& empty() const { return empty_pdl.median_us <= empty_plain.median_us ? empty_pdl : empty_plain; }
-  // The floor of its bytes' SM copy: the faster of the two divisions.
-  Division copy_division() const {
-    return copy_dynamic.median_us < copy.median_us ? Division::dynamic : Division::grid_stride;
-  }
-  const Timing& copy_floor() const { return copy_division() == Division::dynamic ? copy_dynamic : copy; }
 };
 
 struct Bench {

@@ -52,8 +52,10 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
   line("pair layout, F32", r.pair_f32, r.bytes_f32);
   line("quad layout, F32", r.quad_f32, r.bytes_f32);
   line("floor: its traffic", r.traffic, r.bytes_f32);
-  line("floor: SM copy of it", r.copy, r.bytes_f32);
-  line("floor: SM copy, chunks", r.copy_dynamic, r.bytes_f32);
+  line("floor: SM copy of it", r.copy_f32.grid_stride, r.bytes_f32);
+  line("floor: SM copy, chunks", r.copy_f32.dynamic, r.bytes_f32);
+  line("BF16: SM copy of it", r.copy_bf16.grid_stride, r.bytes_bf16);
+  line("BF16: SM copy, chunks", r.copy_bf16.dynamic, r.bytes_bf16);
   std::printf("  dispatched layout: %s\n", bg::layout_name(r.layout));
   std::printf("  eager chain moves %.2fx the minimum traffic (%.1f GB/s actual); L2 %.0f MB\n",
               r.bytes_eager / r.bytes_f32, gbps(r.bytes_eager, r.eager), static_cast<double>(dev.l2_bytes) / 1e6);
@@ -103,8 +105,8 @@ void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, con
     const double fused_gbps = gbps(r.bytes_f32, r.fused_f32);
     std::printf("%6lld | %8.2f | %7s | %12.2f | %13.2f | %8.2f | %11.2f | %9.2f | %9.2f | %11.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n",
                 static_cast<long long>(r.m), r.empty().median_us, bg::layout_name(r.layout), r.fused_f32.median_us,
-                r.fused_bf16.median_us, r.cta_f32.median_us, r.cluster_f32.median_us, r.eager.median_us, r.copy.median_us,
-                r.copy_dynamic.median_us, r.fused_f32.median_us / r.empty().median_us, fused_gbps, 100.0 * fused_gbps / copy.gbps_median(),
+                r.fused_bf16.median_us, r.cta_f32.median_us, r.cluster_f32.median_us, r.eager.median_us,
+                r.copy_f32.grid_stride.median_us, r.copy_f32.dynamic.median_us, r.fused_f32.median_us / r.empty().median_us, fused_gbps, 100.0 * fused_gbps / copy.gbps_median(),
                 r.eager.median_us / r.fused_f32.median_us);
   }
   // The ceiling: the faster division, named, with the other beside it.
@@ -117,7 +119,7 @@ void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, con
   std::printf("cudaMemcpyAsync D2D bandwidth: %.1f GB/s median, %.1f GB/s best (the same buffers; not the ceiling)\n",
               copy.memcpy.gbps_median, copy.memcpy.gbps_best);
   std::printf("medians of graph replays, us per boundary; empty = the faster of an empty kernel with and without PDL,"
-              " same grid;\ncopy, dyn copy = the SM copy of the boundary's own tensors (branch -> out, stream -> new_stream), full grid,"
+              " same grid;\ncopy, dyn copy = the SM copy of the boundary's own tensors (branch -> out, F32 stream -> new_stream), full grid,"
               " PDL, the same buffer sets, grid-stride and chunks handed out at run time;\n%% of SM copy: of the faster"
               " SM copy bandwidth above; GB/s on the minimum traffic (F32 stream stored: 12 B per element + gates and weights once);"
               " m < %lld L2-resident, larger m rotated from HBM\n",
@@ -200,9 +202,12 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
                          {"pair_f32", timing_json(r.pair_f32)},
                          {"quad_f32", timing_json(r.quad_f32)},
                          {"floor_traffic", timing_json(r.traffic)},
-                         {"floor_sm_copy", timing_json(r.copy)},
-                         {"floor_sm_copy_dynamic", timing_json(r.copy_dynamic)},
-                         {"floor_sm_copy_faster", copy_key("floor_sm_copy", r.copy_division())},
+                         {"floor_sm_copy", timing_json(r.copy_f32.grid_stride)},
+                         {"floor_sm_copy_dynamic", timing_json(r.copy_f32.dynamic)},
+                         {"floor_sm_copy_faster", copy_key("floor_sm_copy", r.copy_f32.division())},
+                         {"floor_sm_copy_bf16", timing_json(r.copy_bf16.grid_stride)},
+                         {"floor_sm_copy_bf16_dynamic", timing_json(r.copy_bf16.dynamic)},
+                         {"floor_sm_copy_bf16_faster", copy_key("floor_sm_copy_bf16", r.copy_bf16.division())},
                          {"min_bytes_f32", r.bytes_f32},
                          {"min_bytes_bf16", r.bytes_bf16},
                          {"eager_bytes", r.bytes_eager},

@@ -5,7 +5,9 @@ JSON and one table, with the targets that need both sides (fused against torch.c
 
 Every "% of SM copy" is of the faster of the bench's two 2 GiB SM copies (grid-stride, and chunks
 handed out at run time), and "SM copy of its bytes" is the faster of its two per-m copies: SMs stream
-at different rates, and a statically divided copy waits for the slowest.
+at different rates, and a statically divided copy waits for the slowest. With a BF16 stream the copy
+of its bytes reads the BF16 stream and writes the F32 new_stream, as the boundary does (absent from
+JSON written before it: shown as "-").
 
 Exit code 0 whatever the targets say (a missed target is a result); 2 if an input is missing a row.
 """
@@ -30,6 +32,11 @@ def faster_copy(record, key, median_us):
     time; absent from JSON written before it), as (its division, it); a tie keeps the grid-stride."""
     copies = [(name, record[key + suffix]) for suffix, name in DIVISIONS if key + suffix in record]
     return min(copies, key=lambda c: median_us(c[1]))
+
+
+def fmt(value, spec):
+    """value formatted by spec, or "-" where the input had no such figure."""
+    return "-" if value is None else spec.format(value)
 
 
 def main():
@@ -74,6 +81,11 @@ def main():
                "fused_bf16_percent_of_sm_copy": 100 * gbps(fused_bf16, "min_bytes_bf16") / copy}
         if "floor_sm_copy_dynamic" in b:
             row["sm_copy_of_its_bytes_dynamic_us"] = b["floor_sm_copy_dynamic"]["median_us"]
+        if "floor_sm_copy_bf16" in b:
+            bf16_division, bf16_copy = faster_copy(b, "floor_sm_copy_bf16", lambda t: t["median_us"])
+            row.update({"bf16_sm_copy_of_its_bytes_us": bf16_copy["median_us"],
+                        "bf16_sm_copy_of_its_bytes_division": bf16_division,
+                        "fused_bf16_over_sm_copy_of_its_bytes": fused_bf16 / bf16_copy["median_us"]})
         if m in ar_rows:
             a = ar_rows[m]
             ar_fused, ar_chain = a["fused"]["median_us"], a["all_reduce_then_draft"]["median_us"]
@@ -103,16 +115,20 @@ def main():
           f" ({bench['method']['launches_per_graph']} per graph)")
     print("| m | layout | fused F32 | torch.compile F32 | fused / compile | fused BF16 | compile BF16 | eager chain |"
           " torch eager | % of SM copy (fused) | % of SM copy (compile) | SM copy of its bytes | its division |"
-          " fused / that copy |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
+          " fused / that copy | BF16: % of SM copy (fused) | BF16: SM copy of its bytes | fused BF16 / that copy |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"
+          " ---: |")
     for r in rows:
         print(f"| {r['m']} | {r['layout']} | {r['fused_f32_us']:.2f} | {r['compile_f32_us']:.2f} | {r['fused_over_compile']:.2f}x |"
               f" {r['fused_bf16_us']:.2f} | {r['compile_bf16_us']:.2f} | {r['eager_chain_us']:.2f} | {r['torch_eager_f32_us']:.2f} |"
               f" {r['fused_percent_of_sm_copy']:.1f}% | {r['compile_percent_of_sm_copy']:.1f}% |"
               f" {r['sm_copy_of_its_bytes_us']:.2f} | {r['sm_copy_of_its_bytes_division']} |"
-              f" {r['fused_over_sm_copy_of_its_bytes']:.2f}x |")
+              f" {r['fused_over_sm_copy_of_its_bytes']:.2f}x | {r['fused_bf16_percent_of_sm_copy']:.1f}% |"
+              f" {fmt(r.get('bf16_sm_copy_of_its_bytes_us'), '{:.2f}')} |"
+              f" {fmt(r.get('fused_bf16_over_sm_copy_of_its_bytes'), '{:.2f}x')} |")
     print("% of SM copy: of the faster 2 GiB SM copy (named above); SM copy of its bytes: the faster of its"
-          " grid-stride copy and its copy with chunks handed out at run time (its division)")
+          " grid-stride copy and its copy with chunks handed out at run time (its division; BF16: BF16 stream"
+          " read, F32 new_stream written)")
     if any("all_reduce_fused_us" in r for r in rows):
         print("\nall-reduce boundary, R = %d (F32 stream stored)" % rows[0].get("all_reduce_ranks", 0))
         print("| m | fused | all-reduce + DraftBoundary | torch.compile | fused / chain | fused / compile | % of SM copy |")
