@@ -64,13 +64,12 @@ struct AllReduceResult {
 };
 
 // The SM copy of a boundary's own tensors at one m (bench_kernels.hpp: launch_boundary_copy), on
-// its full grid with PDL, in both divisions; the faster is the floor of those bytes.
+// its full grid with PDL, in both divisions; the faster (division()) is the floor of those bytes.
 struct CopyFloor {
   Timing grid_stride, dynamic;
   Division division() const {
     return dynamic.median_us < grid_stride.median_us ? Division::dynamic : Division::grid_stride;
   }
-  const Timing& faster() const { return division() == Division::dynamic ? dynamic : grid_stride; }
 };
 
 struct RowResult {
