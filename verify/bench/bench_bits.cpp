@@ -84,13 +84,15 @@ void check_bits(gpu::DraftBoundary& fused, gpu::EagerChain& eager, const BufferS
 }
 
 void check_all_reduce_bits(gpu::AllReduceBoundary& fused, gpu::DraftBoundary& draft, const PartialSet& set,
-                           std::int64_t m, cudaStream_t s) {
+                           std::int64_t m, const gpu::Variant& variant, cudaStream_t s) {
   const Poisoned ref = reference_outputs(m, s);
   poison(set.base, s);
-  fused.run(set.views, set.base.stream_f32_view, set.base.outputs, s);
+  fused.run(set.views, set.base.stream_f32_view, set.base.outputs, s, variant);
   launch_all_reduce_then_draft(draft, set, ref.views, s);
   cuda_check(cudaStreamSynchronize(s), "checking the all-reduce boundary's bits");
-  compare_outputs(set.base.outputs, ref.views, m, "all-reduce boundary", "the all-reduce kernel + DraftBoundary");
+  compare_outputs(set.base.outputs, ref.views, m,
+                  std::string("all-reduce boundary, ") + gpu::layout_name(variant.layout) + " layout",
+                  "the all-reduce kernel + DraftBoundary");
 }
 
 void check_copy(const std::function<void()>& copy, const std::vector<CopiedBytes>& parts, const unsigned* counter,

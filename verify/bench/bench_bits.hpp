@@ -24,9 +24,10 @@ class Mismatch : public std::runtime_error {
 void check_bits(gpu::DraftBoundary& fused, gpu::EagerChain& eager, const BufferSet& set, std::int64_t m,
                 StreamDtype dtype, cudaStream_t s, const std::optional<gpu::Variant>& variant);
 
-// The all-reduce boundary against the all-reduce kernel + DraftBoundary on m rows of set.
+// The all-reduce boundary (variant: the one timed) against the all-reduce kernel + DraftBoundary
+// on m rows of set.
 void check_all_reduce_bits(gpu::AllReduceBoundary& fused, gpu::DraftBoundary& draft, const PartialSet& set,
-                           std::int64_t m, cudaStream_t s);
+                           std::int64_t m, const gpu::Variant& variant, cudaStream_t s);
 
 // One source and destination of a copy kernel, `bytes` (a multiple of 16) each.
 struct CopiedBytes {

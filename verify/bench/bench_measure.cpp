@@ -72,15 +72,16 @@ AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
   a.launches = sched.launches;
   std::vector<PartialSet> sets;
   for (int i = 0; i < a.sets; ++i) sets.push_back(make_partial_set(b.inputs, m, a.ranks));
-  const gpu::Variant natural = b.all_reduce.variant_for(m, StreamDtype::f32, true);
+  const gpu::Variant natural = with_gates(b.all_reduce.variant_for(m, StreamDtype::f32, true), b.options);
   a.layout = natural.layout;
   b.all_reduce.prepare(natural, b.stream);
   gpu::prepare_all_reduce(b.stream);
-  check_all_reduce_bits(b.all_reduce, b.fused, sets[0], m, b.stream);
+  check_all_reduce_bits(b.all_reduce, b.fused, sets[0], m, natural, b.stream);
   const cudaStream_t s = b.stream;
   auto set = [&](int i) -> const PartialSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
   a.fused = time_graph(
-      s, sched, [&](int i) { b.all_reduce.launch(set(i).views, set(i).base.stream_f32_view, set(i).base.outputs, s); },
+      s, sched,
+      [&](int i) { b.all_reduce.launch(set(i).views, set(i).base.stream_f32_view, set(i).base.outputs, s, natural); },
       "fused all-reduce boundary");
   a.chain = time_graph(
       s, sched, [&](int i) { launch_all_reduce_then_draft(b.fused, set(i), set(i).base.outputs, s); },
@@ -89,6 +90,7 @@ AllReduceResult measure_all_reduce(const Bench& b, std::int64_t m) {
     gpu::Variant v = natural;
     v.layout = layout;
     b.all_reduce.prepare(v, s);
+    check_all_reduce_bits(b.all_reduce, b.fused, set(0), m, v, s);
     t = time_graph(
         s, sched, [&](int i) { b.all_reduce.launch(set(i).views, set(i).base.stream_f32_view, set(i).base.outputs, s, v); },
         what);
@@ -146,6 +148,11 @@ CopyFloor measure_boundary_copy(const Bench& b, const Schedule& sched, const std
 
 }  // namespace
 
+gpu::Variant with_gates(gpu::Variant v, const Options& o) {
+  if (o.gates != "auto") v.late_gates = o.gates == "late";
+  return v;
+}
+
 CopyResult measure_copy(cudaStream_t s, const Options& o, const DeviceInfo& dev, unsigned* counter) {
   const auto bytes = static_cast<std::size_t>(o.copy_gib * (1ull << 30)) / 16 * 16;
   const gpu::DeviceBuffer src(bytes), dst(bytes);
@@ -183,7 +190,8 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
   std::vector<BufferSet> sets;
   for (int i = 0; i < r.sets; ++i) sets.push_back(make_set(b.inputs, m));
   // Kernel attributes and scratch now: neither may be set up inside a capture.
-  const gpu::Variant natural = b.fused.variant_for(m, StreamDtype::f32, true);
+  const gpu::Variant natural = with_gates(b.fused.variant_for(m, StreamDtype::f32, true), b.options);
+  const gpu::Variant natural_bf16 = with_gates(b.fused.variant_for(m, StreamDtype::bf16, true), b.options);
   r.layout = natural.layout;
   gpu::Variant cta = natural, cluster = natural, pair = natural, quad = natural;
   cta.layout = gpu::Layout::cta;
@@ -191,21 +199,22 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
   pair.layout = gpu::Layout::pair;
   quad.layout = gpu::Layout::quad;
   for (const gpu::Variant& v : {cta, cluster, pair, quad}) b.fused.prepare(v, b.stream);
-  b.fused.prepare(b.fused.variant_for(m, StreamDtype::bf16, true), b.stream);
+  b.fused.prepare(natural_bf16, b.stream);
   b.eager.prepare(m, b.stream);
-  for (StreamDtype d : {StreamDtype::f32, StreamDtype::bf16}) check_bits(b.fused, b.eager, sets[0], m, d, b.stream, std::nullopt);
+  check_bits(b.fused, b.eager, sets[0], m, StreamDtype::f32, b.stream, natural);
+  check_bits(b.fused, b.eager, sets[0], m, StreamDtype::bf16, b.stream, natural_bf16);
   for (const gpu::Variant& v : {cta, cluster, pair, quad}) check_bits(b.fused, b.eager, sets[0], m, StreamDtype::f32, b.stream, v);
 
   const cudaStream_t s = b.stream;
   auto set = [&](int i) -> const BufferSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
-  const auto fused = [&](StreamDtype d, const std::optional<gpu::Variant>& v, const char* what) {
+  const auto fused = [&](StreamDtype d, const gpu::Variant& v, const char* what) {
     return time_graph(
         s, sched, [&](int i) { b.fused.launch(set(i).branch_view, set(i).stream(d), set(i).outputs, s, v); }, what);
   };
   r.empty_plain = time_graph(s, sched, [&](int) { launch_empty(m, false, s); }, "empty kernel");
   r.empty_pdl = time_graph(s, sched, [&](int) { launch_empty(m, true, s); }, "empty kernel + PDL");
-  r.fused_f32 = fused(StreamDtype::f32, std::nullopt, "fused, F32 stream");
-  r.fused_bf16 = fused(StreamDtype::bf16, std::nullopt, "fused, BF16 stream");
+  r.fused_f32 = fused(StreamDtype::f32, natural, "fused, F32 stream");
+  r.fused_bf16 = fused(StreamDtype::bf16, natural_bf16, "fused, BF16 stream");
   r.eager = time_graph(
       s, sched, [&](int i) { b.eager.launch(set(i).branch_view, set(i).stream_f32_view, set(i).outputs, s); },
       "eager chain");

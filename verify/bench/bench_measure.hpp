@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace boundary::bench {
@@ -25,7 +26,13 @@ struct Options {
   std::uint64_t seed = 1;
   double copy_gib = 2.0;  // source size of the copy-bandwidth reference
   int ranks = 8;          // partials of the all-reduce boundary; 0: not measured
+  // The fused kernels' gates: auto, the dispatcher's choice (Variant::late_gates from variant_for),
+  // or early / late at every m, to measure one against the other in one run.
+  std::string gates = "auto";
 };
+
+// The variant the bench times as "dispatched" at m: v with the gates --gates forces.
+gpu::Variant with_gates(gpu::Variant v, const Options& o);
 
 // Decode batches stay L2-resident between boundaries (the next layer's stream is this one's
 // output), so only prefill-sized batches are timed from HBM.

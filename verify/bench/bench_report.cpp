@@ -155,7 +155,7 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult
   j["device"] = {{"name", dev.name}, {"sm_count", dev.sm_count}, {"l2_bytes", dev.l2_bytes}};
   j["constants"] = o.constants.string();
   j["method"] = {{"launches_per_graph", o.launches}, {"replays", o.replays}, {"warmup_replays", o.warmup},
-                 {"seed", o.seed}, {"rotate_from_rows", kRotateFromRows}};
+                 {"seed", o.seed}, {"rotate_from_rows", kRotateFromRows}, {"gates", o.gates}};
   const auto copy_json = [&](const CopyTiming& c) {
     return nlohmann::json{{"bytes_each_way", copy.bytes}, {"time", timing_json(c.time)}, {"gbps_median", c.gbps_median},
                           {"gbps_best", c.gbps_best}};

@@ -6,7 +6,7 @@
 // way a serving engine runs a decode step, so the gaps between launches are the GPU's own and not
 // the host's.
 //
-//   boundary_gpu_bench [--rows 1,8,32,132,1024,8192] [--ranks 8] [--constants FILE] [--json FILE]
+//   boundary_gpu_bench [--rows 1,8,32,132,1024,8192] [--ranks 8] [--gates auto|early|late] [--constants FILE] [--json FILE]
 //
 // With --ranks R (0: skipped) the same run times the fused all-reduce boundary (the dispatched
 // layout, and each layout forced) on R rank partials against the all-reduce kernel followed by the DraftBoundary,
@@ -59,6 +59,9 @@ void setup_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(0.001, 64.0))->capture_default_str();
   app.add_option("--ranks", o.ranks, "Rank partials of the all-reduce boundary (0: not measured)")
       ->check(CLI::Range(0, boundary::kMaxRanks))->capture_default_str();
+  app.add_option("--gates", o.gates,
+                 "The fused kernels' gates: auto (the dispatcher's: late above the SM count), early or late at every m")
+      ->check(CLI::IsMember({"auto", "early", "late"}))->capture_default_str();
 }
 
 void validate(const Options& o) {
@@ -76,8 +79,8 @@ int run(const Options& o) {
     return boundary::cli::kNoDevice;
   }
   const DeviceInfo dev = device_info();
-  std::printf("%s: %d SMs, L2 %.1f MB; constants %s\n", dev.name.c_str(), dev.sm_count,
-              static_cast<double>(dev.l2_bytes) / 1e6, o.constants.string().c_str());
+  std::printf("%s: %d SMs, L2 %.1f MB; constants %s; gates %s\n", dev.name.c_str(), dev.sm_count,
+              static_cast<double>(dev.l2_bytes) / 1e6, o.constants.string().c_str(), o.gates.c_str());
   const Stream stream = make_stream();
   prepare_bench_kernels();
   bg::DeviceBuffer chunk_counter(kChunkCounterBytes);
