@@ -77,7 +77,7 @@ void AllReduceBoundary::check(std::span<const TensorView> partials, const Tensor
 // 537.54 / 422.19: cluster up to twice the SM count, quad above.
 Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
   const Layout layout = m <= 2 * static_cast<std::int64_t>(sm_count_) ? Layout::cluster : Layout::quad;
-  return Variant{stream, store_stream, m > sm_count_, pdl, layout};
+  return Variant{stream, store_stream, false, pdl, layout};  // early gates: see BoundaryBase::variant_for
 }
 
 namespace {

@@ -84,8 +84,15 @@ const char* layout_name(Layout l) {
   return "?";
 }
 
+// Early gates at every m. Measured against late gates above the SM count (issue 3's rule before
+// 2026-12-06), boundary_gpu_bench --gates late / early, F32 stream stored, us: H200 (one call),
+// cta m = 1024 30.10 / 28.57, 2048 55.60 / 54.15, 8192 202.25 / 200.23 (BF16 stream 25.64 / 24.65
+// at 1024), the all-reduce boundary (R = 8, quad) m = 1024 58.41 / 56.24, 8192 420.66 / 418.52;
+// H100 (another call), the cluster layout at m = 160 6.76 / 6.37, the all-reduce boundary's
+// cluster layout (R = 8) at m = 160 / 200 / 264 11.09 / 10.41, 15.64 / 15.21, 21.88 / 21.26. A
+// CTA loaded early takes its gates while the previous grid ends instead of beside its rows.
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
-  return Variant{stream, store_stream, m > sm_count_, pdl, layout_for(m)};
+  return Variant{stream, store_stream, false, pdl, layout_for(m)};
 }
 
 // From boundary_gpu_bench on the H200 (2026-12-04 18:05 UTC, F32 stream stored, us; each layout

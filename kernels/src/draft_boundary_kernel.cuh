@@ -190,10 +190,11 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     }
   if constexpr (kHandout)
     if (threadIdx.x == 0) handout_join(p.handout);  // while the first copies land
-  // Warp 0's next row for a stage from the hand-out (>= p.rows: none): lane 0 takes a ticket.
-  const auto handed_out = [&] {
+  // Warp 0's next row for a stage from the hand-out (>= p.rows: none): the ticket that thread 0
+  // took when the stage's current row began, read at the refill.
+  const auto handed_out = [&](unsigned long long ticket) {
     std::int64_t next = 0;
-    if (threadIdx.x == 0) next = fixed + handout_ticket(p.handout);
+    if (threadIdx.x == 0) next = fixed + handout_index(p.handout, ticket);
     return __shfl_sync(0xFFFFFFFFu, next, 0);
   };
   if (late) load_gates();  // while the first rows' copies are under way
@@ -223,9 +224,11 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     if constexpr (!kHandout)
       if (row >= p.rows) break;
     barrier_wait(&sh.branch_landed[slot], parity);
+    unsigned long long ticket = 0;  // this stage's next row, taken now and read at its refill
     if constexpr (kHandout) {
       row = sh.stage_row[slot];
       if (row < 0) break;  // every later stage is empty too: rows are issued in stage order
+      if (threadIdx.x == 0) ticket = handout_take(p.handout);
     }
     float x[1][kVec], s[1][kVec];
     read_branch(slot, x[0]);
@@ -257,10 +260,11 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     *reinterpret_cast<uint4*>(p.out + at) = out[0];
     // Refill the stage: every thread has read it (its row, and the stream at the connection)
     // before the pre norm's row sum, whose barrier warp 0 has passed. Here, with the row's values
-    // dead, warp 0 has the registers that the copies' addresses and the ticket need.
+    // dead, warp 0 has the registers that the copies' addresses need; the ticket, taken when the
+    // row began, has long come back.
     if (threadIdx.x < 32) {
       if constexpr (kHandout) {
-        const std::int64_t next = handed_out();
+        const std::int64_t next = handed_out(ticket);
         if (next < p.rows) fence_proxy_async_shared();
         issue(next < p.rows ? next : -1, slot);
       } else if (row + fixed < p.rows) {

@@ -60,7 +60,7 @@ void setup_options(CLI::App& app, Options& o) {
   app.add_option("--ranks", o.ranks, "Rank partials of the all-reduce boundary (0: not measured)")
       ->check(CLI::Range(0, boundary::kMaxRanks))->capture_default_str();
   app.add_option("--gates", o.gates,
-                 "The fused kernels' gates: auto (the dispatcher's: late above the SM count), early or late at every m")
+                 "The fused kernels' gates: auto (the dispatcher's), early or late at every m")
       ->check(CLI::IsMember({"auto", "early", "late"}))->capture_default_str();
 }
 

@@ -43,7 +43,7 @@ CLI::App* setup_capture(CLI::App& app, CaptureOptions& o) {
   sub->add_option("--stream-dtype", o.stream_dtype, "Stream dtype for --generate")->check(CLI::IsMember({"f32", "bf16"}));
   sub->add_option("--output", o.output, "The fixture to write")->required();
   sub->add_flag("--no-store-stream", o.no_store_stream, "The variant that does not store new_stream");
-  sub->add_option("--gates", o.gates, "When gates load: auto (after the PDL wait above the SM count), early, late")
+  sub->add_option("--gates", o.gates, "When gates load: auto (the dispatcher's: early), early, late")
       ->check(CLI::IsMember({"auto", "early", "late"}));
   sub->add_flag("--no-pdl", o.no_pdl, "Launch without programmatic dependent launch");
   sub->add_option("--threads", o.threads, "Host threads for the emulator (0: every core)")->check(io::unsigned_decimal());

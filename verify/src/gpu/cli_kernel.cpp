@@ -20,7 +20,7 @@ CLI::App* setup_kernel(CLI::App& app, KernelOptions& o) {
   sub->add_option("--output", o.output, "Where out (and new_stream, when the case stores it) go")->required();
   sub->add_option("--kernel", o.kernel, "fused (DraftBoundary, or the fused all-reduce boundary for partials) or eager")
       ->check(CLI::IsMember({"fused", "eager"}));
-  sub->add_option("--gates", o.gates, "When gates load: auto (after the PDL wait above the SM count), early, late")
+  sub->add_option("--gates", o.gates, "When gates load: auto (the dispatcher's: early), early, late")
       ->check(CLI::IsMember({"auto", "early", "late"}));
   sub->add_flag("--no-pdl", o.no_pdl, "Launch without programmatic dependent launch");
   return sub;

@@ -29,9 +29,13 @@ __device__ __forceinline__ void handout_join(const RowHandout& h) {
   if (claimed != 0 && static_cast<std::uint32_t>(claimed >> 32) != h.tag) __trap();
 }
 
-// The next ticket's index; traps when the word holds another launch's tag.
-__device__ __forceinline__ std::uint32_t handout_ticket(const RowHandout& h) {
-  const unsigned long long ticket = atomicAdd(h.words, 1ull);
+// A ticket in two steps, so that its round trip to the L2 hides behind other work: take it (the
+// atomic, whose result nothing waits for until it is read), then, where the row is needed, read
+// its index, which traps when the word held another launch's tag. Taken by threadIdx.x == 0 under
+// no other condition: ptxas aggregates a returning atomic over the warp when anything else guards
+// it, and the aggregation's shuffle waits for the result at once.
+__device__ __forceinline__ unsigned long long handout_take(const RowHandout& h) { return atomicAdd(h.words, 1ull); }
+__device__ __forceinline__ std::uint32_t handout_index(const RowHandout& h, unsigned long long ticket) {
   if (static_cast<std::uint32_t>(ticket >> 32) != h.tag) __trap();
   return static_cast<std::uint32_t>(ticket);
 }

@@ -75,7 +75,8 @@ inline constexpr Layout kAllLayouts[] = {Layout::cta, Layout::cluster, Layout::p
 const char* layout_name(Layout);
 
 // Everything that selects a compiled kernel or a launch configuration. late_gates: gates and
-// weights are loaded after the PDL wait (chosen when m exceeds the SM count).
+// weights are loaded after the PDL wait (never chosen by variant_for, which loads them early,
+// measured faster at every m: draft_boundary.cpp).
 struct Variant {
   StreamDtype stream = StreamDtype::f32;
   bool store_stream = true;
@@ -96,8 +97,8 @@ struct OwnedOutputs {
 };
 
 // What both implementations share: the checked constants and operands. The operands are views
-// (not owned) and must outlive the object. With early gates (m <= SM count) they are read before
-// the PDL wait: a kernel just before the boundary must not write them.
+// (not owned) and must outlive the object. With early gates (variant_for's choice at every m)
+// they are read before the PDL wait: a kernel just before the boundary must not write them.
 //
 // One launch of an object at a time: the cta layout's launches above its hand-out threshold (see
 // Layout) take rows from a counter in device memory that the object owns (copies of the object
@@ -121,9 +122,8 @@ class BoundaryBase {
   // The same, throwing InputError that names the tensor and what was expected; outputs too.
   void check(const TensorView& branch, const TensorView& stream, const Outputs& outputs) const;
 
-  // The variant a launch of m rows uses: late gates when m exceeds the device's SM count; the
-  // layout from layout_for(m). Virtual: the all-reduce boundary has its own, and a call through
-  // BoundaryBase& must pick the object's.
+  // The variant a launch of m rows uses: early gates, the layout from layout_for(m). Virtual:
+  // the all-reduce boundary has its own, and a call through BoundaryBase& must pick the object's.
   virtual Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
   // The faster layout for m rows on this device, as boundary_gpu_bench measured it on the H200:
   // docs/benchmarks.md has every layout at each m.
