@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Two builds' kernels timed in one device call, alternately (A B A B ...), so that their difference
+# is measured on the same GPU, clocks and neighbours, never across calls. Two steps:
+#
+#   here:     bash verify/bench/ab_bench.sh export REV DIR
+#             REV's tracked files into DIR (a new folder; under .ab/, which git ignores, it can be
+#             carried to the device), without the captured fixtures the bench does not read
+#   device:   bash verify/bench/ab_bench.sh run DIR_A DIR_B OUTDIR [ROUNDS] -- BENCH_ARGS...
+#             builds boundary_gpu_bench in each tree (. is the working tree), runs it ROUNDS times
+#             (default 2) each, alternating, with BENCH_ARGS (e.g. --rows 1024,8192 --ranks 8), each
+#             run's JSON in OUTDIR (a1.json, b1.json, ...), then compare_bench.py's table
+#
+# For example, main against the working tree: `bash verify/bench/ab_bench.sh export main .ab/main`
+# here, then with the device tool, from the repository root, carrying .debs (verify/device.sh's
+# dependencies) and .ab: run(command="bash verify/bench/ab_bench.sh run .ab/main . $OUT -- --rows
+# 1024,8192 --ranks 8", carry=[".debs", ".ab"]). Exit codes: 0 compared, 1 a build or a bench run
+# failed, 2 usage or input.
+set -uo pipefail
+usage() { sed -n '2,/^set /p' "$0" | grep '^#' >&2; exit 2; }
+[ $# -ge 1 ] || usage
+here=$(cd "$(dirname "$0")/../.." && pwd)
+
+case $1 in
+  export)
+    [ $# -eq 3 ] || usage
+    rev=$2 dir=$3
+    [ ! -e "$dir" ] || { echo "ab_bench: $dir exists: not overwritten" >&2; exit 2; }
+    mkdir -p "$dir" || exit 2
+    git -C "$here" archive "$rev" | tar -x -C "$dir" --exclude='fixtures/boundary/*' || { rm -rf "$dir"; echo "ab_bench: cannot export $rev" >&2; exit 2; }
+    echo "ab_bench: $rev ($(git -C "$here" rev-parse --short "$rev")) in $dir"
+    ;;
+  run)
+    [ $# -ge 4 ] || usage
+    a=$2 b=$3 out=$4; shift 4
+    rounds=2
+    if [ $# -ge 1 ] && [ "$1" != "--" ]; then rounds=$1; shift; fi
+    [ $# -ge 1 ] && [ "$1" = "--" ] && shift
+    case $rounds in ''|*[!0-9]*|0) echo "ab_bench: ROUNDS must be a positive count, not '$rounds'" >&2; exit 2;; esac
+    for d in "$a" "$b"; do [ -f "$d/CMakeLists.txt" ] || { echo "ab_bench: $d is not a source tree" >&2; exit 2; }; done
+    mkdir -p "$out" /tmp/deps || exit 2
+    if [ -d "$here/.debs" ]; then for f in "$here"/.debs/*.deb; do dpkg -x "$f" /tmp/deps; done; fi
+    build() {  # build TREE DIR: the bench alone, half the cores each (both build at once)
+      cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr \
+        -DBOUNDARY_PYTHON=OFF -DBOUNDARY_TESTS=OFF > "$2.log" 2>&1 &&
+        cmake --build "$2" --target boundary_gpu_bench -j $(( ($(nproc) + 1) / 2 )) >> "$2.log" 2>&1
+    }
+    build "$a" /tmp/ab-build-a & pa=$!
+    build "$b" /tmp/ab-build-b & pb=$!
+    failed=0
+    wait $pa || { echo "ab_bench: building A ($a) failed:" >&2; tail -20 /tmp/ab-build-a.log >&2; failed=1; }
+    wait $pb || { echo "ab_bench: building B ($b) failed:" >&2; tail -20 /tmp/ab-build-b.log >&2; failed=1; }
+    [ $failed -eq 0 ] || exit 1
+    for r in $(seq 1 "$rounds"); do
+      for side in a b; do
+        start=$SECONDS
+        /tmp/ab-build-$side/verify/bench/boundary_gpu_bench "$@" --json "$out/$side$r.json" > "$out/$side$r.log" 2>&1
+        rc=$?
+        echo "ab_bench: $side round $r: exit $rc, $((SECONDS - start)) s"
+        [ $rc -eq 0 ] || { tail -5 "$out/$side$r.log" >&2; exit 1; }
+      done
+    done
+    python3 "$here/verify/bench/compare_bench.py" --a "$out"/a[0-9]*.json --b "$out"/b[0-9]*.json --json "$out/compare.json"
+    ;;
+  *) usage ;;
+esac

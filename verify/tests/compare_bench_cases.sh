@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# compare_bench.py (the A/B table of two builds' bench runs) on hand-made bench JSON, and
+# ab_bench.sh's refusals: the figures it prints, the mismatches it refuses (exit 2, naming the file
+# and field), an input never overwritten. Usage: compare_bench_cases.sh SOURCE_DIR
+set -uo pipefail
+src=$1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0 passed=0
+ok() { passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+compare() { python3 "$src/verify/bench/compare_bench.py" "$@"; }
+
+# bench JSON: NAME DEVICE GATES M FUSED_F32 [AR_FUSED]
+bench() {
+  local ar=""
+  [ $# -ge 6 ] && ar=", \"all_reduce_rows\": [{\"m\": $4, \"fused\": {\"median_us\": $6}, \"all_reduce_then_draft\": {\"median_us\": 68.5}}]"
+  cat > "$tmp/$1" <<JSON
+{"device": {"name": "$2"}, "method": {"launches_per_graph": 20, "replays": 50, "gates": "$3"},
+ "rows": [{"m": $4, "fused_f32": {"median_us": $5}, "fused_bf16": {"median_us": 25.0}}]$ar}
+JSON
+}
+
+bench a1.json H200 early 1024 30.0 58.0
+bench a2.json H200 early 1024 30.2 58.2
+bench b1.json H200 early 1024 28.5 56.0
+bench b2.json H200 early 1024 28.7 56.4
+out=$(compare --a "$tmp/a1.json" "$tmp/a2.json" --b "$tmp/b1.json" "$tmp/b2.json" --json "$tmp/c.json"); rc=$?
+[ $rc -eq 0 ] && ok || bad "a comparison: exit $rc"
+# B / A of the means: 28.6 / 30.1 = 0.950; the all-reduce boundary 56.2 / 58.1 = 0.967.
+grep -qF "| 1024 | fused F32, dispatched | 30.00 30.20 | 28.50 28.70 | 0.950 |" <<< "$out" && ok || bad "fused F32 row: $out"
+grep -qF "| 1024 | all-reduce fused, dispatched | 58.00 58.20 | 56.00 56.40 | 0.967 |" <<< "$out" && ok || bad "all-reduce row: $out"
+grep -qF "| 1024 | all-reduce chain | 68.50 68.50 | 68.50 68.50 | 1.000 |" <<< "$out" && ok || bad "chain row: $out"
+grep -qF "| 1024 | cta F32 |" <<< "$out" && bad "a timing no run has got a row" || ok
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert abs(r['lines'][0]['b_over_a'] - 28.6/30.1) < 1e-12" "$tmp/c.json" \
+  && ok || bad "--json's b_over_a"
+
+# A timing one side lacks is shown, not dropped; its ratio is "-".
+python3 - "$tmp/b1.json" "$tmp/b3.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1])); del b["rows"][0]["fused_bf16"]; json.dump(b, open(sys.argv[2], "w"))
+PY
+out=$(compare --a "$tmp/a1.json" --b "$tmp/b3.json") && grep -qF "| 1024 | fused BF16, dispatched | 25.00 | - | - |" <<< "$out" \
+  && ok || bad "a timing only A has: $out"
+
+# Refusals: exit 2, the message names the file and the field.
+refused() {  # refused WHAT NEEDLE ARGS...: exit 2 and NEEDLE on stderr
+  local what=$1 needle=$2; shift 2
+  local err rc
+  err=$(compare "$@" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && grep -qF -- "$needle" <<< "$err" && ok || bad "$what: exit $rc, stderr: $err"
+}
+bench h100.json "H100 80GB HBM3" early 1024 38.0
+refused "another device" "$tmp/h100.json: 'device.name' is 'H100 80GB HBM3'" --a "$tmp/a1.json" --b "$tmp/h100.json"
+bench late.json H200 late 1024 30.1
+refused "other gates" "$tmp/late.json: 'method.gates' is 'late'" --a "$tmp/a1.json" --b "$tmp/late.json"
+bench m8192.json H200 early 8192 200.0
+refused "other rows" "$tmp/m8192.json: rows m = [8192]" --a "$tmp/a1.json" --b "$tmp/m8192.json"
+echo '{"rows": ' > "$tmp/cut.json"
+refused "a cut file" "$tmp/cut.json: not a readable boundary_gpu_bench JSON" --a "$tmp/a1.json" --b "$tmp/cut.json"
+echo '{"m": 1}' > "$tmp/other.json"
+refused "another JSON" "$tmp/other.json: no 'rows' list" --a "$tmp/a1.json" --b "$tmp/other.json"
+refused "a missing file" "$tmp/none.json: not a readable" --a "$tmp/a1.json" --b "$tmp/none.json"
+before=$(md5sum < "$tmp/b1.json")
+refused "--json onto an input" "is one of the inputs: not overwritten" --a "$tmp/a1.json" --b "$tmp/b1.json" --json "$tmp/b1.json"
+[ "$(md5sum < "$tmp/b1.json")" = "$before" ] && ok || bad "--json onto an input changed it"
+
+# ab_bench.sh: usage and refusals (its run needs a GPU: the device's, not this test's).
+ab() { bash "$src/verify/bench/ab_bench.sh" "$@"; }
+ab > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "ab_bench without arguments: not exit 2"
+err=$(ab run "$tmp" . "$tmp/out" 0 -- --rows 1 2>&1); [ $? -eq 2 ] && grep -qF "ROUNDS must be a positive count" <<< "$err" && ok || bad "ROUNDS 0: $err"
+err=$(ab run "$tmp/nowhere" "$src" "$tmp/out" 2>&1); [ $? -eq 2 ] && grep -qF "$tmp/nowhere is not a source tree" <<< "$err" && ok || bad "no tree: $err"
+mkdir "$tmp/taken"; touch "$tmp/taken/keep"
+err=$(ab export HEAD "$tmp/taken" 2>&1); [ $? -eq 2 ] && [ -f "$tmp/taken/keep" ] && grep -qF "exists: not overwritten" <<< "$err" && ok || bad "export onto a folder: $err"
+if git -C "$src" rev-parse --verify -q HEAD > /dev/null; then
+  ab export HEAD "$tmp/head" > /dev/null && [ -f "$tmp/head/verify/bench/gpu_bench.cpp" ] && [ -d "$tmp/head/fixtures/rsqrt" ] \
+    && [ -z "$(ls "$tmp/head/fixtures/boundary" 2>/dev/null)" ] && ok || bad "export HEAD: not the tree without the captured fixtures"
+else
+  bad "export HEAD: $src is not a git checkout"
+fi
+
+echo "compare_bench_cases: $passed passed, $fail failed"
+[ $fail -eq 0 ]
