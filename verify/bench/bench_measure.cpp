@@ -36,6 +36,12 @@ double all_reduce_min_bytes(std::int64_t m, int ranks, std::size_t operands) {
   return min_bytes(m, StreamDtype::f32, operands) + (2.0 * ranks - 2.0) * static_cast<double>(m) * kH;
 }
 
+// The variant the bench times as "dispatched" at m: v with the gates --gates forces.
+gpu::Variant with_gates(gpu::Variant v, const Options& o) {
+  if (o.gates != "auto") v.late_gates = o.gates == "late";
+  return v;
+}
+
 int buffer_sets(std::int64_t m, const DeviceInfo& dev, double set_bytes) {
   if (m < kRotateFromRows) return 1;
   const auto needed = static_cast<int>(std::ceil(kL2Multiple * static_cast<double>(dev.l2_bytes) / set_bytes));
@@ -147,11 +153,6 @@ CopyFloor measure_boundary_copy(const Bench& b, const Schedule& sched, const std
 }
 
 }  // namespace
-
-gpu::Variant with_gates(gpu::Variant v, const Options& o) {
-  if (o.gates != "auto") v.late_gates = o.gates == "late";
-  return v;
-}
 
 CopyResult measure_copy(cudaStream_t s, const Options& o, const DeviceInfo& dev, unsigned* counter) {
   const auto bytes = static_cast<std::size_t>(o.copy_gib * (1ull << 30)) / 16 * 16;

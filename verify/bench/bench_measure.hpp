@@ -31,9 +31,6 @@ struct Options {
   std::string gates = "auto";
 };
 
-// The variant the bench times as "dispatched" at m: v with the gates --gates forces.
-gpu::Variant with_gates(gpu::Variant v, const Options& o);
-
 // Decode batches stay L2-resident between boundaries (the next layer's stream is this one's
 // output), so only prefill-sized batches are timed from HBM.
 inline constexpr std::int64_t kRotateFromRows = 1024;
