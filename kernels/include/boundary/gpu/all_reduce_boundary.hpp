@@ -39,9 +39,8 @@ class AllReduceBoundary : public BoundaryBase {
   bool takes(std::span<const TensorView> partials, const TensorView& stream) const;
   // The same, throwing InputError that names the tensor ("partials[2]") and what was expected.
   void check(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs) const;
-  // Early gates; the layout measured fastest for m on the H200: cluster up to twice the SM count,
-  // quad above, whose rows are handed out from the object's row counter above 32 rows a resident
-  // cluster (as the DraftBoundary's cta layout does: draft_boundary.hpp, Layout).
+  // Early gates; the layout measured fastest for m on the H200 (cluster up to twice the SM count,
+  // quad above).
   Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const override;
   // Clusters of the cluster layout resident at once (one wave of its rows).
   int max_active_clusters() const { return max_active_clusters_; }

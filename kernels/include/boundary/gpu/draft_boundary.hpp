@@ -62,13 +62,12 @@ struct Outputs {
 // - cta: a persistent grid of one CTA of 1024 threads per SM, rows strided over the CTAs; each CTA
 //   loads its gates and weights once and streams its rows through a ring of shared-memory stages
 //   that bulk copies fill. DraftBoundary only (R partials do not fit its stages). Above 12 rows a
-//   resident CTA (measured, see handout_rows_per_group), each CTA's rows after its first ones are
-//   handed out at run time by a counter of the object's (see BoundaryBase), so that an SM that
-//   streams faster takes more of them.
+//   CTA with an F32 stream (24 with BF16; measured, see handout_rows_per_cta), each CTA's rows
+//   after its first ones are handed out at run time by a counter of the object's (see
+//   BoundaryBase), so that an SM that streams faster takes more of them.
 // - pair, quad: the same on clusters of 2 (4) CTAs of 512 (256) threads, each CTA a half (a
 //   quarter) of every row of its cluster, the row sums completed across the cluster; two clusters'
-//   CTAs share an SM. The all-reduce boundary's quad (R partials) hands its rows out above 32 rows
-//   a resident cluster, its leader CTA taking them for the cluster.
+//   CTAs share an SM.
 // - cluster: one row per cluster of 8 CTAs of 128 threads, not persistent (m clusters): the
 //   shortest latency for a few rows.
 enum class Layout : std::uint8_t { cta, cluster, pair, quad };
