@@ -13,8 +13,10 @@
 # For example, main against the working tree: `bash verify/bench/ab_bench.sh export main .ab/main`
 # here, then with the device tool, from the repository root, carrying .debs (verify/device.sh's
 # dependencies) and .ab: run(command="bash verify/bench/ab_bench.sh run .ab/main . $OUT -- --rows
-# 1024,8192 --ranks 8", carry=[".debs", ".ab"]). Exit codes: 0 compared, 1 a build or a bench run
-# failed, 2 usage or input.
+# 1024,8192 --ranks 8", carry=[".debs", ".ab"]). Each bench run gets at most AB_RUN_TIMEOUT seconds
+# (default 240; a run of 5 m with --ranks 8 takes 30 to 40 s on an H100): a kernel that hangs
+# then ends the comparison instead of holding the device call to its limit. Exit codes: 0
+# compared, 1 a build or a bench run failed or timed out, 2 usage or input.
 set -uo pipefail
 usage() { sed -n '2,/^set /p' "$0" | grep '^#' >&2; exit 2; }
 [ $# -ge 1 ] || usage
@@ -36,6 +38,8 @@ case $1 in
     if [ $# -ge 1 ] && [ "$1" != "--" ]; then rounds=$1; shift; fi
     [ $# -ge 1 ] && [ "$1" = "--" ] && shift
     case $rounds in ''|*[!0-9]*|0) echo "ab_bench: ROUNDS must be a positive count, not '$rounds'" >&2; exit 2;; esac
+    limit=${AB_RUN_TIMEOUT:-240}
+    case $limit in ''|*[!0-9]*|0) echo "ab_bench: AB_RUN_TIMEOUT must be a positive number of seconds, not '$limit'" >&2; exit 2;; esac
     for d in "$a" "$b"; do [ -f "$d/CMakeLists.txt" ] || { echo "ab_bench: $d is not a source tree" >&2; exit 2; }; done
     mkdir -p "$out" /tmp/deps || exit 2
     if [ -d "$here/.debs" ]; then for f in "$here"/.debs/*.deb; do dpkg -x "$f" /tmp/deps; done; fi
@@ -53,9 +57,10 @@ case $1 in
     for r in $(seq 1 "$rounds"); do
       for side in a b; do
         start=$SECONDS
-        /tmp/ab-build-$side/verify/bench/boundary_gpu_bench "$@" --json "$out/$side$r.json" > "$out/$side$r.log" 2>&1
+        timeout "$limit" /tmp/ab-build-$side/verify/bench/boundary_gpu_bench "$@" --json "$out/$side$r.json" > "$out/$side$r.log" 2>&1
         rc=$?
         echo "ab_bench: $side round $r: exit $rc, $((SECONDS - start)) s"
+        [ $rc -ne 124 ] || echo "ab_bench: $side round $r timed out after $limit s (AB_RUN_TIMEOUT): a kernel that hangs?" >&2
         [ $rc -eq 0 ] || { tail -5 "$out/$side$r.log" >&2; exit 1; }
       done
     done

@@ -69,6 +69,8 @@ ab() { bash "$src/verify/bench/ab_bench.sh" "$@"; }
 ab > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "ab_bench without arguments: not exit 2"
 err=$(ab run "$tmp" . "$tmp/out" 0 -- --rows 1 2>&1); [ $? -eq 2 ] && grep -qF "ROUNDS must be a positive count" <<< "$err" && ok || bad "ROUNDS 0: $err"
 err=$(ab run "$tmp/nowhere" "$src" "$tmp/out" 2>&1); [ $? -eq 2 ] && grep -qF "$tmp/nowhere is not a source tree" <<< "$err" && ok || bad "no tree: $err"
+err=$(AB_RUN_TIMEOUT=soon ab run "$tmp/nowhere" "$src" "$tmp/out" -- --rows 1 2>&1); [ $? -eq 2 ] && grep -qF "AB_RUN_TIMEOUT must be a positive number of seconds, not 'soon'" <<< "$err" && ok || bad "AB_RUN_TIMEOUT soon: $err"
+err=$(AB_RUN_TIMEOUT=0 ab run "$tmp/nowhere" "$src" "$tmp/out" -- --rows 1 2>&1); [ $? -eq 2 ] && grep -qF "not '0'" <<< "$err" && ok || bad "AB_RUN_TIMEOUT 0: $err"
 mkdir "$tmp/taken"; touch "$tmp/taken/keep"
 err=$(ab export HEAD "$tmp/taken" 2>&1); [ $? -eq 2 ] && [ -f "$tmp/taken/keep" ] && grep -qF "exists: not overwritten" <<< "$err" && ok || bad "export onto a folder: $err"
 if git -C "$src" rev-parse --verify -q HEAD > /dev/null; then
