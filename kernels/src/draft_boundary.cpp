@@ -9,6 +9,7 @@
 
 #include <sstream>
 #include <string>
+#include <string_view>
 
 namespace boundary::gpu {
 
@@ -48,7 +49,46 @@ BoundaryBase::BoundaryBase(const Constants& constants, const Operands& operands)
   require(operands.beta, "beta", {Dtype::f32}, {kH}, 32);
   check_weight(constants.post, operands.post_weight, "post_weight");
   check_weight(constants.pre, operands.pre_weight, "pre_weight");
+  handout_ = handout_thresholds_for(device_);
   row_counter_ = std::make_shared<RowCounter>();
+}
+
+// Measured with verify/bench/ab_bench.sh (main's kernels against a tree with the other thresholds,
+// both built and run alternately in one device call), us, F32 stream stored unless said.
+// - cta layout: handed out above 12 rows a CTA with an F32 stream on both models. H200, 2026-12-05
+//   about 01:55 UTC, static / handed out (the ticket then taken at the refill): m = 1024 30.08 /
+//   32.22, 2048 57.95 / 56.30, 4096 111.36 / 104.41, 8192 213.11 / 200.24 (7.8, 15.5, 31 and 62
+//   rows a CTA on 132 SMs); H100, 2026-12-06, from 6 rows a CTA at m = 1024: 37.42 -> 37.63
+//   in one call, 38.25 -> 37.65 in another, and the all-reduce kernel followed by it 88.9 -> 90.9.
+// - cta layout, BF16 stream: above 24 rows a CTA on the H200 (the same call of 2026-12-05: m = 2048
+//   48.68 / 51.74, 4096 94.87 / 94.14, 8192 183.43 / 180.62), above 12 on the H100 (three calls
+//   of 2026-12-06, 24 -> 12: m = 2048 64.47 -> 60.26, 64.74 -> 60.12, 65.14 -> 61.42; 3072 95.41
+//   -> 88.24, 96.46 -> 90.33; m = 1024 from 6: 31.44 -> 32.37). Not measured on the H200 since
+//   the ticket is taken when a row begins (2026-12-06), which made its BF16 stream at m = 8192
+//   5% faster.
+// - the all-reduce boundary's quad (R = 8): rows handed out above 32 a cluster on the H100 (two
+//   calls of 2026-12-06, static / handed out, the leader pushing the ticket it took a row
+//   earlier: m = 2048 147.93 / 146.77, 150.31 / 148.18; 3072 218.92 / 215.65, 223.21 / 217.60;
+//   8192 581.53 / 560.37, 594.85 / 566.73, against chains of 659.6 and 671.5: 0.850x and 0.844x).
+//   Never on the H200: there the hand-out with the ticket pushed in the row it was taken took
+//   485.51 us at m = 8192 where the static quad had taken 418.52 (two calls of 2026-12-06); the
+//   ticket taken a row earlier has not run on an H200.
+HandoutThresholds handout_thresholds_for(int device) {
+  cudaDeviceProp prop{};
+  cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  if (std::string_view(prop.name).find("H100") != std::string_view::npos) return {12, 12, 32};
+  return {12, 24, 0};
+}
+
+void BoundaryBase::set_handout_thresholds(const HandoutThresholds& t) {
+  const auto refuse = [](const char* field, std::int64_t v) {
+    throw InputError("HandoutThresholds::" + std::string(field) + " is " + std::to_string(v) +
+                     ": expected rows a resident CTA or cluster >= 1, or 0 (never)");
+  };
+  if (t.cta_f32 < 0) refuse("cta_f32", t.cta_f32);
+  if (t.cta_bf16 < 0) refuse("cta_bf16", t.cta_bf16);
+  if (t.quad < 0) refuse("quad", t.quad);
+  handout_ = t;
 }
 
 BoundaryParams BoundaryBase::boundary_params(const TensorView& branch, const TensorView& stream,
@@ -56,6 +96,7 @@ BoundaryParams BoundaryBase::boundary_params(const TensorView& branch, const Ten
   BoundaryParams p = params(constants_, operands_, branch, stream, outputs);
   p.ctas = sm_count_;
   p.handout = row_counter_->next_launch();
+  p.handout_above = handout_;
   return p;
 }
 

@@ -6,10 +6,12 @@
 // fills (cp.async.bulk), so that the next rows land while one reduces; gates and weights are
 // loaded once per CTA. It serves the DraftBoundary (one rank: the branch, passed unchanged) and
 // the all-reduce boundary (R partials summed in rank order). Layout::cluster, one row per cluster
-// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh. The cta layout of one rank has a
-// second build, with rows handed out (kHandout; chosen from launch_ring's thresholds): each CTA's
-// first rows are fixed as above and every later one is taken from the boundary object's counter
-// (row_handout.cuh), so that an SM that streams faster takes more rows.
+// of 8 CTAs and no ring, is in cluster_boundary_kernel.cuh. The cta layout of one rank and the
+// quad layout of R ranks have a second build, with rows handed out (kHandout; chosen by
+// launch_ring_build from the object's HandoutThresholds): each cluster's first rows are fixed as above and every later
+// one is taken from the boundary object's counter (row_handout.cuh), so that an SM that streams
+// faster takes more rows. On a quad the leader CTA takes the tickets and pushes each row to the
+// cluster's CTAs.
 //
 // One source, several builds: the production kernel (draft_boundary_kernel.cu), the debug build
 // that also writes the intermediates (draft_boundary_debug.cu), and the planted-bug builds
@@ -54,10 +56,23 @@ struct RingSharedFixed {
 };
 template <int kCtas, bool kHandout>
 struct RingShared : RingSharedFixed<kCtas> {};
-template <int kCtas>
-struct RingShared<kCtas, true> : RingSharedFixed<kCtas> {
+template <>
+struct RingShared<1, true> : RingSharedFixed<1> {
   std::int64_t stage_row[kMaxStages];
 };
+// On a cluster, also a stage's next row, which the leader CTA took from the hand-out and stores
+// into every CTA of the cluster, and the barrier that completes when it has landed (one phase a
+// row).
+template <int kCtas>
+struct RingShared<kCtas, true> : RingSharedFixed<kCtas> {
+  std::int64_t stage_row[kMaxStages], next_row[kMaxStages];
+  std::uint64_t row_pushed[kMaxStages];
+};
+
+// The builds with rows handed out: where the dispatch runs many rows on each cluster, the cta
+// layout of one rank (the DraftBoundary) and the quad layout of R ranks (the all-reduce boundary).
+template <int kCtas, bool kOneRank>
+inline constexpr bool kHandsOut = kCtas == 1 ? kOneRank : kCtas == 4 && !kOneRank;
 template <int kCtas, bool kHandout>
 inline constexpr std::uint32_t kRingFixedBytes = (sizeof(RingShared<kCtas, kHandout>) + 127) / 128 * 128;
 
@@ -78,10 +93,11 @@ __device__ __forceinline__ void store_row_value(float* p, std::int64_t row, floa
 // The gates stay in registers and the gammas in shared memory for all the CTA's rows: loaded
 // once, before the PDL wait (overlapping the previous grid's tail) unless late. Warp 0 keeps
 // p.stages rows in flight: it refills a stage when it is done with that stage's row, with the
-// row `stages` further on, or (kHandout) with a row from the hand-out, p.handout.
+// row `stages` further on, or (kHandout) with a row from the hand-out, p.handout, whose tickets
+// thread 0 of the cluster's leader CTA takes.
 template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, bool kHandout, class Intermediates>
 __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Intermediates& d) {
-  static_assert(!kHandout || (kCtas == 1 && kOneRank), "rows are handed out in the cta layout of one rank only");
+  static_assert(!kHandout || kHandsOut<kCtas, kOneRank>, "rows are handed out in the cta layout of one rank and the quad of R");
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
   constexpr int kSlice = kH / kCtas;
   using Stream = std::conditional_t<kStreamF32, float, std::uint16_t>;
@@ -159,6 +175,8 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const int stages = p.stages;
   if (threadIdx.x == 0) {
     for (int i = 0; i < stages; ++i) barrier_init(&sh.branch_landed[i], 1), barrier_init(&sh.stream_landed[i], 1);
+    if constexpr (kHandout && kCtas > 1)
+      for (int i = 0; i < stages; ++i) barrier_init(&sh.row_pushed[i], 1);  // made visible to the cluster below
     if constexpr (kCtas > 1) cluster_sum_init(sh.sum[0]), cluster_sum_init(sh.sum[1]);
     fence_proxy_async_shared();
   }
@@ -188,14 +206,43 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
       if constexpr (kHandout) issue(row < p.rows ? row : -1, i);
       else if (row < p.rows) load_row(row, i);
     }
+  const bool leader = part == 0;
+  const bool taker = leader && threadIdx.x == 0;  // of the hand-out's tickets
+  // On a cluster the leader pushes a ticket taken a row before the one it is pushed in (held), so
+  // that its round trip has a whole row to come back; the first is taken here. A ticket taken
+  // and never pushed is one taken after the cluster pushed a row past the end: past it too.
+  unsigned long long held = 0;
   if constexpr (kHandout)
-    if (threadIdx.x == 0) handout_join(p.handout);  // while the first copies land
-  // Warp 0's next row for a stage from the hand-out (>= p.rows: none): the ticket that thread 0
-  // took when the stage's current row began, read at the refill.
-  const auto handed_out = [&](unsigned long long ticket) {
+    if (taker) {
+      handout_join(p.handout);  // while the first copies land
+      if constexpr (kCtas > 1) held = handout_take(p.handout);
+    }
+  // Warp 0's next row for a stage from the hand-out (>= p.rows: none). In a CTA: the ticket that
+  // thread 0 took when the stage's current row began, read at the refill. On a cluster: the row
+  // the leader pushed (push_row) during the stage's current row, whose 8 bytes lane 0 announces.
+  const auto handed_out = [&](unsigned long long ticket, int slot, std::uint32_t phase) {
     std::int64_t next = 0;
-    if (threadIdx.x == 0) next = fixed + handout_index(p.handout, ticket);
-    return __shfl_sync(0xFFFFFFFFu, next, 0);
+    if constexpr (kCtas == 1) {
+      if (threadIdx.x == 0) next = fixed + handout_index(p.handout, ticket);
+      next = __shfl_sync(0xFFFFFFFFu, next, 0);
+    } else if constexpr (kHandout) {
+      if (threadIdx.x == 0) barrier_arrive_expect_bytes(&sh.row_pushed[slot], sizeof(std::int64_t));
+      barrier_wait_cluster(&sh.row_pushed[slot], phase);
+      next = sh.next_row[slot];
+    }
+    return next;
+  };
+  // The leader's thread 0, once the row's post norm is summed (so that every CTA has refilled
+  // this stage's previous row, and read the previous push): the stage's next row into every CTA
+  // by st.async, as the row sums send their totals. Not a store and a release-ordered remote
+  // arrival: the release waits for this thread's connection stores, and that measured 1.3 to 1.6
+  // times the static layout's time on an H100.
+  const auto push_row = [&](unsigned long long ticket, int slot) {
+    if constexpr (kHandout && kCtas > 1) {
+      const std::int64_t next = fixed + handout_index(p.handout, ticket);
+#pragma unroll
+      for (int q = 0; q < kCtas; ++q) store_to_cluster_cta(&sh.next_row[slot], next, &sh.row_pushed[slot], q);
+    }
   };
   if (late) load_gates();  // while the first rows' copies are under way
   {
@@ -218,7 +265,6 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   const auto gains_in_shared = [local](const float* gains) {
     return [gains, local](int, float (&g)[kVec]) { read_f32x8(gains + local, g); };
   };
-  const bool leader = part == 0;
   int slot = 0;
   for (std::int64_t row = first;; row += step) {
     if constexpr (!kHandout)
@@ -228,7 +274,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     if constexpr (kHandout) {
       row = sh.stage_row[slot];
       if (row < 0) break;  // every later stage is empty too: rows are issued in stage order
-      if (threadIdx.x == 0) ticket = handout_take(p.handout);
+      if (taker) ticket = handout_take(p.handout);
     }
     float x[1][kVec], s[1][kVec];
     read_branch(slot, x[0]);
@@ -250,6 +296,8 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
       if (d.res) store_warp_f32x8(d.res + at, s[0]);
       if (d.z) *reinterpret_cast<uint4*>(d.z + at) = pack_bf16x8(x[0]);
     }
+    if constexpr (kHandout && kCtas > 1)
+      if (taker) push_row(held, slot), held = ticket;
     // Pre norm -> out.
     uint4 out[1];
     const RowNorm pre = pre_norm(p.pre, gains_in_shared(sh.pre_gamma), x, pre_sum, out);
@@ -264,7 +312,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     // row began, has long come back.
     if (threadIdx.x < 32) {
       if constexpr (kHandout) {
-        const std::int64_t next = handed_out(ticket);
+        const std::int64_t next = handed_out(ticket, slot, parity);
         if (next < p.rows) fence_proxy_async_shared();
         issue(next < p.rows ? next : -1, slot);
       } else if (row + fixed < p.rows) {
@@ -276,7 +324,7 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     sum_parity ^= 1u;
   }
   if constexpr (kHandout)
-    if (threadIdx.x == 0) handout_leave(p.handout, gridDim.x);
+    if (taker) handout_leave(p.handout, gridDim.x / kCtas);
 }
 
 // At most 64 registers a thread: 1024 of them fill an SM's register file. The debug build, whose
@@ -353,21 +401,22 @@ cudaError_t resident_groups(Kernel kernel, std::size_t shared, int sm_count, int
   return e;
 }
 
-// Rows a resident CTA of the cta layout (one rank) must have on average before they are handed
-// out, by the stream's dtype. H200, boundary_gpu_bench, one device call (2026-12-05 about 01:55
-// UTC, medians of the second of two rounds), fused us, the static build (the kernels of commit
-// 3dd6068) / rows handed out: F32 stream, m = 1024 30.08 / 32.22, 2048 57.95 / 56.30, 4096
-// 111.36 / 104.41, 8192 213.11 / 200.24; BF16 stream 25.81 / 30.12, 48.68 / 51.74, 94.87 /
-// 94.14, 183.43 / 180.62 (7.8, 15.5, 31 and 62 rows a CTA on 132 SMs). In the same call the pair
-// and quad layouts and the all-reduce boundary (R = 8) were slower with rows handed out at every
-// m measured (quad, one rank, m = 8192: 317.16 against 255.09), so they divide rows statically.
-constexpr std::int64_t handout_rows_per_cta(StreamDtype stream) { return stream == StreamDtype::f32 ? 12 : 24; }
+// Rows a resident cluster (CTA) must have on average before they are handed out (0: never), from
+// the object's thresholds (their figures: handout_thresholds_for in draft_boundary.cpp). The
+// one-rank pair and quad layouts divide rows statically: handed out with the ticket taken at the
+// refill they were slower (H200, quad, m = 8192: 317.16 against 255.09), and no dispatch picks
+// them.
+template <int kCtas>
+std::int64_t handout_rows_per_group(const HandoutThresholds& t, StreamDtype stream) {
+  if constexpr (kCtas == 1) return stream == StreamDtype::f32 ? t.cta_f32 : t.cta_bf16;
+  else return t.quad;
+}
 
 // m rows of a (R = a.ranks partials; 1 with kOneRank) in the persistent layout of kCtas CTAs a
 // row, with v's gates and PDL: as many clusters as are resident at once, fewer when that
-// leaves the rows per cluster the same (the slowest cluster sets the time). kHandout (the cta
-// layout of one rank, a.boundary.handout set, above handout_rows_per_cta): every resident CTA
-// runs and the counter, not a stride, balances them.
+// leaves the rows per cluster the same (the slowest cluster sets the time). kHandout (kHandsOut's
+// layouts, a.boundary.handout set, above handout_rows_per_group): every resident cluster runs and
+// the counter, not a stride, balances them.
 template <int kCtas, bool kOneRank, bool kHandout, class Intermediates>
 cudaError_t launch_ring_build(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
                               const Intermediates& d) {
@@ -382,8 +431,9 @@ cudaError_t launch_ring_build(const AllReduceParams& a, std::int64_t m, const Va
     return e;
   int resident = 0;
   if (const cudaError_t e = resident_groups<kCtas>(kernel, full, a.boundary.ctas, &resident); e != cudaSuccess) return e;
-  if constexpr (kCtas == 1 && kOneRank && !kHandout)
-    if (a.boundary.handout.words != nullptr && m > handout_rows_per_cta(v.stream) * resident)
+  if constexpr (kHandsOut<kCtas, kOneRank> && !kHandout)
+    if (const std::int64_t above = handout_rows_per_group<kCtas>(a.boundary.handout_above, v.stream);
+        a.boundary.handout.words != nullptr && above > 0 && m > above * resident)
       return launch_ring_build<kCtas, kOneRank, true>(a, m, v, s, d);
   const std::int64_t per = (m + resident - 1) / resident;
   const std::int64_t clusters = kHandout ? resident : (m + per - 1) / per;
@@ -406,13 +456,13 @@ cudaError_t launch_ring(const AllReduceParams& a, std::int64_t m, const Variant&
   return launch_ring_build<kCtas, kOneRank, false>(a, m, v, s, d);
 }
 
-// Loads a ring kernel (both builds of the cta layout of one rank) now, not lazily at its first
-// launch (which may be inside a capture).
+// Loads a ring kernel (both builds where rows are handed out) now, not lazily at its first launch
+// (which may be inside a capture).
 template <int kCtas, bool kOneRank, class Intermediates>
 cudaError_t prepare_ring(const Variant& v) {
   cudaFuncAttributes attributes{};
   cudaError_t e = cudaFuncGetAttributes(&attributes, ring_kernel_for<kCtas, kOneRank, false, Intermediates>(v));
-  if constexpr (kCtas == 1 && kOneRank)
+  if constexpr (kHandsOut<kCtas, kOneRank>)
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, ring_kernel_for<kCtas, kOneRank, true, Intermediates>(v));
   return e;
 }

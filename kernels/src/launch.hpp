@@ -25,6 +25,7 @@ struct BoundaryParams {
   int ctas;           // the device's SM count (the persistent layouts' grids follow from it)
   int stages;         // the persistent layouts' ring: row stages in shared memory (set by the launcher)
   dev::RowHandout handout;  // the object's counter and this launch's tag; the launcher clears it where unused
+  HandoutThresholds handout_above;  // the object's (host side: the launcher picks the build from them)
 };
 
 // Fused DraftBoundary, m rows in v's layout.

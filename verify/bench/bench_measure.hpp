@@ -29,6 +29,9 @@ struct Options {
   // The fused kernels' gates: auto, the dispatcher's choice (Variant::late_gates from variant_for),
   // or early / late at every m, to measure one against the other in one run.
   std::string gates = "auto";
+  // Rows a resident CTA (F32, BF16 stream) and a resident quad cluster above which the fused
+  // kernels hand rows out (gpu::HandoutThresholds; 0: never); empty: the device's measured ones.
+  std::vector<std::int64_t> handout;
 };
 
 // Decode batches stay L2-resident between boundaries (the next layer's stream is this one's

@@ -149,13 +149,15 @@ void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, con
 }
 
 
-nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult& copy,
-                       const std::vector<RowResult>& rows, const std::vector<Target>& targets) {
+nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const gpu::HandoutThresholds& handout,
+                       const CopyResult& copy, const std::vector<RowResult>& rows, const std::vector<Target>& targets) {
   nlohmann::json j;
   j["device"] = {{"name", dev.name}, {"sm_count", dev.sm_count}, {"l2_bytes", dev.l2_bytes}};
   j["constants"] = o.constants.string();
   j["method"] = {{"launches_per_graph", o.launches}, {"replays", o.replays}, {"warmup_replays", o.warmup},
-                 {"seed", o.seed}, {"rotate_from_rows", kRotateFromRows}, {"gates", o.gates}};
+                 {"seed", o.seed}, {"rotate_from_rows", kRotateFromRows}, {"gates", o.gates},
+                 {"handout", {{"cta_f32", handout.cta_f32}, {"cta_bf16", handout.cta_bf16}, {"quad", handout.quad},
+                              {"source", o.handout.empty() ? "device" : "option"}}}};
   const auto copy_json = [&](const CopyTiming& c) {
     return nlohmann::json{{"bytes_each_way", copy.bytes}, {"time", timing_json(c.time)}, {"gbps_median", c.gbps_median},
                           {"gbps_best", c.gbps_best}};

@@ -23,8 +23,9 @@ struct Target {
 std::vector<Target> evaluate(const std::vector<RowResult>& rows, const CopyResult& copy);
 void print_row_details(const RowResult& r, const DeviceInfo& dev);
 void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, const std::vector<Target>& targets);
-nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const CopyResult& copy,
-                       const std::vector<RowResult>& rows, const std::vector<Target>& targets);
+// handout: the thresholds the fused objects ran with (JSON method.handout).
+nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const gpu::HandoutThresholds& handout,
+                       const CopyResult& copy, const std::vector<RowResult>& rows, const std::vector<Target>& targets);
 // Throws InputError naming --json when the file cannot be written.
 void write_json(const std::filesystem::path& path, const nlohmann::json& j);
 

@@ -6,7 +6,13 @@
 // way a serving engine runs a decode step, so the gaps between launches are the GPU's own and not
 // the host's.
 //
-//   boundary_gpu_bench [--rows 1,8,32,132,1024,8192] [--ranks 8] [--gates auto|early|late] [--constants FILE] [--json FILE]
+//   boundary_gpu_bench [--rows 1,8,32,132,1024,8192] [--ranks 8] [--gates auto|early|late]
+//                      [--handout F32,BF16,QUAD] [--constants FILE] [--json FILE]
+//
+// --handout sets the fused objects' hand-out thresholds (gpu::HandoutThresholds: rows a resident
+// CTA of the cta layout, F32 and BF16 stream, and a resident cluster of the all-reduce boundary's
+// quad; 0: never) instead of the device's measured ones, so that two thresholds are timed with one
+// build: two runs, then compare_bench.py --a A.json --b B.json.
 //
 // With --ranks R (0: skipped) the same run times the fused all-reduce boundary (the dispatched
 // layout, and each layout forced) on R rank partials against the all-reduce kernel followed by the DraftBoundary,
@@ -62,6 +68,10 @@ void setup_options(CLI::App& app, Options& o) {
   app.add_option("--gates", o.gates,
                  "The fused kernels' gates: auto (the dispatcher's), early or late at every m")
       ->check(CLI::IsMember({"auto", "early", "late"}))->capture_default_str();
+  app.add_option("--handout", o.handout,
+                 "Hand-out thresholds F32,BF16,QUAD: rows a resident CTA (cta layout, F32 and BF16 stream) and a "
+                 "resident cluster (the all-reduce quad) above which rows are handed out; 0: never (default: the device's)")
+      ->delimiter(',')->expected(3);
 }
 
 void validate(const Options& o) {
@@ -69,6 +79,9 @@ void validate(const Options& o) {
   for (std::int64_t m : o.rows)
     if (m < 1 || m > 1'000'000)
       throw boundary::InputError("--rows: " + std::to_string(m) + " is not a row count in [1, 1000000]");
+  for (std::int64_t t : o.handout)
+    if (t < 0 || t > 1'000'000)
+      throw boundary::InputError("--handout: " + std::to_string(t) + " is not a row count in [0, 1000000]");
 }
 
 int run(const Options& o) {
@@ -101,6 +114,16 @@ int run(const Options& o) {
   bg::DraftBoundary fused(constants, operands.views);
   bg::EagerChain eager(constants, operands.views);
   bg::AllReduceBoundary all_reduce(constants, operands.views);
+  if (!o.handout.empty()) {
+    const bg::HandoutThresholds t{o.handout[0], o.handout[1], o.handout[2]};
+    fused.set_handout_thresholds(t);
+    all_reduce.set_handout_thresholds(t);
+  }
+  const bg::HandoutThresholds& handout = fused.handout_thresholds();
+  std::printf("rows handed out above (rows a resident CTA or cluster; 0: never): cta F32 %lld, cta BF16 %lld, "
+              "all-reduce quad %lld (%s)\n",
+              static_cast<long long>(handout.cta_f32), static_cast<long long>(handout.cta_bf16),
+              static_cast<long long>(handout.quad), o.handout.empty() ? "the device's" : "--handout");
   const Bench bench{o, dev, inputs, fused, eager, all_reduce, stream.get(), operands.bytes, counter};
 
   std::vector<RowResult> rows;
@@ -110,7 +133,7 @@ int run(const Options& o) {
   }
   const std::vector<Target> targets = evaluate(rows, copy);
   print_table(rows, copy, targets);
-  if (o.json) write_json(*o.json, to_json(o, dev, copy, rows, targets));
+  if (o.json) write_json(*o.json, to_json(o, dev, handout, copy, rows, targets));
   return boundary::cli::kSuccess;
 }
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # compare_bench.py (the A/B table of two builds' bench runs) on hand-made bench JSON, and
 # ab_bench.sh's refusals: the figures it prints, the mismatches it refuses (exit 2, naming the file
-# and field), an input never overwritten. Usage: compare_bench_cases.sh SOURCE_DIR
+# and field), an input never overwritten; with BENCH (boundary_gpu_bench), its refusals of bad
+# --handout thresholds, which come before it looks for a device. Usage: compare_bench_cases.sh
+# SOURCE_DIR [BENCH]
 set -uo pipefail
-src=$1
+src=$1 bench_exe=${2:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0 passed=0
 ok() { passed=$((passed + 1)); }
@@ -78,6 +80,13 @@ if git -C "$src" rev-parse --verify -q HEAD > /dev/null; then
     && [ -z "$(ls "$tmp/head/fixtures/boundary" 2>/dev/null)" ] && ok || bad "export HEAD: not the tree without the captured fixtures"
 else
   bad "export HEAD: $src is not a git checkout"
+fi
+
+# boundary_gpu_bench --handout: three row counts in [0, 1000000], else exit 2 naming the option.
+if [ -n "$bench_exe" ]; then
+  err=$("$bench_exe" --handout 12,24 2>&1); [ $? -eq 2 ] && grep -qF -- "--handout: At least 3 required but received 2" <<< "$err" && ok || bad "--handout of two: $err"
+  err=$("$bench_exe" --handout 12,-1,32 2>&1); [ $? -eq 2 ] && grep -qF -- "--handout: -1 is not a row count in [0, 1000000]" <<< "$err" && ok || bad "--handout -1: $err"
+  err=$("$bench_exe" --handout 12,24,2000000 2>&1); [ $? -eq 2 ] && grep -qF -- "--handout: 2000000 is not a row count" <<< "$err" && ok || bad "--handout 2e6: $err"
 fi
 
 echo "compare_bench_cases: $passed passed, $fail failed"

@@ -162,6 +162,18 @@ void check_all_paths(AllReduceSubject& s, const HostPartials& h, std::int64_t ma
       const std::int64_t first = m == 1 ? 7 : 0;
       for (Path p : {Path::fused, Path::then_eager, Path::then_draft})
         for (bool store : {true, false}) check_path(s, d, want, sd, m, first, p, store, std::nullopt, bench, branch, data_name);
+      if (m == kRows) {
+        // The quad both ways at the largest m, whichever this device's thresholds dispatch: rows
+        // divided statically (0: never handed out) and handed out (above 1 row a resident cluster).
+        const gpu::HandoutThresholds device = s.fused.handout_thresholds();
+        for (std::int64_t quad : {std::int64_t{0}, std::int64_t{1}}) {
+          s.fused.set_handout_thresholds({device.cta_f32, device.cta_bf16, quad});
+          for (bool store : {true, false})
+            check_path(s, d, want, sd, m, first, Path::fused, store, std::nullopt, bench, branch,
+                       data_name + " | quad rows handed out above " + std::to_string(quad) + " a cluster (0: never)");
+        }
+        s.fused.set_handout_thresholds(device);
+      }
       if (m != 1 && m != wave + 1) continue;
       for (gpu::Layout layout : {gpu::Layout::cluster, gpu::Layout::pair, gpu::Layout::quad})
         for (bool store : {true, false})

@@ -237,6 +237,25 @@ TEST_CASE("host API: takes() is false for a branch or stream run() would refuse"
   not_taken("stream null", [](TensorView&, TensorView& s) { s.data = nullptr; });
 }
 
+TEST_CASE("host API: hand-out thresholds start from the device's, a negative one is refused naming its field") {
+  const ApiFixture f;
+  gpu::DraftBoundary fused(post_ffn(), f.ffn_operands());
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const gpu::HandoutThresholds start = gpu::handout_thresholds_for(device);
+  CHECK(fused.handout_thresholds() == start);
+  CHECK(start.cta_f32 > 0);  // the cta layout hands rows out on every device measured
+  CHECK(start.cta_bf16 > 0);
+  CHECK(start.quad >= 0);
+  const gpu::HandoutThresholds set{1, 0, 7};
+  fused.set_handout_thresholds(set);
+  CHECK(fused.handout_thresholds() == set);
+  CHECK_THROWS_WITH_AS(fused.set_handout_thresholds({-1, 24, 0}), doctest::Contains("HandoutThresholds::cta_f32 is -1"), InputError);
+  CHECK_THROWS_WITH_AS(fused.set_handout_thresholds({12, -2, 0}), doctest::Contains("HandoutThresholds::cta_bf16 is -2"), InputError);
+  CHECK_THROWS_WITH_AS(fused.set_handout_thresholds({12, 24, -3}), doctest::Contains("HandoutThresholds::quad is -3"), InputError);
+  CHECK(fused.handout_thresholds() == set);  // a refused set changes nothing
+}
+
 TEST_CASE("host API: prepare() refused while its stream captures; the capture survives the refusal") {
   const ApiFixture f;
   const Constants k = post_ffn();

@@ -1,13 +1,17 @@
-// The row hand-out of the cta layout of one rank (boundary/device/row_handout.cuh): above 12 rows
-// a resident CTA with an F32 stream, 24 with BF16 (1,584 and 3,168 rows on 132 SMs), each CTA's
-// later rows come from the boundary object's counter at run time. The other GPU tests run it at m
-// = 4096 (both stream dtypes, the cta layout's default there) and in 1,000 CUDA graph replays of
-// m = 2000 (F32), the counter back at zero after them. Here: two objects on two streams at once,
-// one F32 and one BF16, the counters idle after; and one object whose counter another launch
-// holds, which must fail loudly (so the cta layout does take its rows from the counter at kM, with
-// either stream dtype), each in a process of its own (its trap ends the CUDA context).
+// The row hand-out (boundary/device/row_handout.cuh) of the cta layout of one rank and of the
+// all-reduce boundary's quad layout, above the object's HandoutThresholds (rows a resident CTA or
+// cluster; the device's measured ones unless set): each CTA's (cluster's) later rows come from the
+// boundary object's counter at run time. The other GPU tests run them at m = 4096 (both stream
+// dtypes, the default layouts there, and the quad with its rows handed out and not: bits against
+// the emulator) and the cta layout in 1,000 CUDA graph replays of m = 2000 (F32), the counter
+// back at zero after them. Here: two objects on two streams at once, one
+// F32 and one BF16, the counters idle after; and one object whose counter another launch holds,
+// which must fail loudly (so the layout does take its rows from the counter at kM: the cta layout
+// with either stream dtype, the quad of 8 partials), each in a process of its own (its trap ends
+// the CUDA context).
 #include "gpu_test_launches.hpp"
 
+#include <boundary/gpu/all_reduce_boundary.hpp>
 #include <boundary/gpu/diagnostics.hpp>     // occupy_row_counter
 #include <boundary/gpu/rank_launcher.hpp>   // launch_ranks, this_executable
 
@@ -22,16 +26,23 @@ namespace {
 constexpr std::int64_t kM = 3400;
 
 // Rows are handed out at kM for both stream dtypes on this device, in the layout the object picks
-// (above 24 rows a CTA with a BF16 stream, one CTA an SM).
+// (one CTA an SM), by its thresholds.
 void require_handout(const Subject& s) {
   for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) REQUIRE(s.fused.variant_for(kM, sd, true).layout == gpu::Layout::cta);
-  REQUIRE(kM > 24 * static_cast<std::int64_t>(s.fused.sm_count()));
+  const gpu::HandoutThresholds& t = s.fused.handout_thresholds();
+  const std::int64_t sms = s.fused.sm_count();
+  REQUIRE(t.cta_f32 > 0);
+  REQUIRE(t.cta_bf16 > 0);
+  REQUIRE(kM > t.cta_f32 * sms);
+  REQUIRE(kM > t.cta_bf16 * sms);
 }
 
 // The hidden cases, one a stream dtype (their thresholds differ), each run in a process of its
 // own by the visible case.
 constexpr const char* kOccupiedF32 = "row hand-out: a cta launch (F32 stream) that meets another launch's tag traps (own process)";
 constexpr const char* kOccupiedBf16 = "row hand-out: a cta launch (BF16 stream) that meets another launch's tag traps (own process)";
+constexpr const char* kOccupiedQuad =
+    "row hand-out: an all-reduce quad launch (8 partials) that meets another launch's tag traps (own process)";
 
 // The hidden cases' body. No Stream or pinned buffer here: their destructors check CUDA's answer,
 // which after the trap is the context's error.
@@ -60,6 +71,38 @@ void occupied_counter_traps(StreamDtype sd) {
   CHECK(idle.done == 0);
 
   gpu::occupy_row_counter(s.fused, 0xB0B);
+  const cudaError_t e = launch();
+  CHECK(e != cudaSuccess);
+  std::printf("the launch's error: %s\n", cudaGetErrorName(e));
+  std::fflush(stdout);
+}
+
+// The same for the all-reduce boundary at kM, in the quad layout its dispatch picks there, whose
+// leader CTAs take the tickets, rows handed out above 1 row a resident cluster whatever this
+// device's thresholds say. Its partials are 8 views of one branch: the test is about which rows
+// run, the all-reduce's bits are test_gpu_all_reduce's (the quad both ways at 4096 rows).
+void occupied_counter_traps_quad() {
+  const HostRows& host = realistic_rows();
+  const DeviceRows rows(host);
+  const NamedConstants k{"post-ffn (stock)", post_ffn(), true};
+  Subject s(k, realistic_operands(k.constants));
+  gpu::AllReduceBoundary fused(s.constants, s.operands);
+  REQUIRE(fused.variant_for(kM, StreamDtype::f32, true).layout == gpu::Layout::quad);
+  const gpu::HandoutThresholds device = fused.handout_thresholds();
+  fused.set_handout_thresholds({device.cta_f32, device.cta_bf16, 1});
+  const std::vector<TensorView> partials(kMaxRanks, rows.branch_view(0, kM));
+  const DeviceBuffer out(bytes16(kM)), ns(bytes32(kM));
+  const gpu::Outputs o{TensorView{out.get(), Dtype::bf16, {kM, kH}}, TensorView{ns.get(), Dtype::f32, {kM, kH}}};
+  const auto launch = [&] {
+    fused.run(partials, rows.stream_view(StreamDtype::f32, 0, kM), o, nullptr);
+    return cudaStreamSynchronize(nullptr);
+  };
+  REQUIRE(launch() == cudaSuccess);  // the control: an idle counter, the same launch
+  const gpu::RowCounterWords idle = gpu::row_counter_words(fused);
+  CHECK(idle.rows == 0);
+  CHECK(idle.done == 0);
+
+  gpu::occupy_row_counter(fused, 0xB0B);
   const cudaError_t e = launch();
   CHECK(e != cudaSuccess);
   std::printf("the launch's error: %s\n", cudaGetErrorName(e));
@@ -115,8 +158,8 @@ TEST_CASE("row hand-out: two objects on two streams at once, 8 launches each, ev
   }
 }
 
-TEST_CASE("row hand-out: one object's counter held by another launch fails the cta launch loudly, both stream dtypes") {
-  for (const char* hidden : {kOccupiedF32, kOccupiedBf16}) {
+TEST_CASE("row hand-out: one object's counter held by another launch fails the launch loudly: cta, both stream dtypes; quad, 8 partials") {
+  for (const char* hidden : {kOccupiedF32, kOccupiedBf16, kOccupiedQuad}) {
     const gpu::ChannelDir dir;
     const std::vector<gpu::RankExit> exits = gpu::launch_ranks(
         gpu::this_executable(), 1,
@@ -132,3 +175,4 @@ TEST_CASE("row hand-out: one object's counter held by another launch fails the c
 // Run by the case above only.
 TEST_CASE(kOccupiedF32 * doctest::skip()) { occupied_counter_traps(StreamDtype::f32); }
 TEST_CASE(kOccupiedBf16 * doctest::skip()) { occupied_counter_traps(StreamDtype::bf16); }
+TEST_CASE(kOccupiedQuad * doctest::skip()) { occupied_counter_traps_quad(); }

@@ -68,6 +68,16 @@ __device__ __forceinline__ void store_to_cluster_cta(float* p, float v, std::uin
                : "memory");
 }
 
+// The same for an 8-byte v. No release: a store that orders the thread's earlier global stores
+// waits for them to complete.
+__device__ __forceinline__ void store_to_cluster_cta(std::int64_t* p, std::int64_t v, std::uint64_t* bar,
+                                                     std::uint32_t rank) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(
+                   cluster_shared_address(p, rank)),
+               "l"(v), "r"(cluster_shared_address(bar, rank))
+               : "memory");
+}
+
 // This thread's arrival (release: its earlier shared-memory stores are seen by whoever waits for
 // the phase).
 __device__ __forceinline__ void barrier_arrive(std::uint64_t* bar) {

@@ -31,10 +31,14 @@ __device__ __forceinline__ void handout_join(const RowHandout& h) {
 
 // A ticket in two steps, so that its round trip to the L2 hides behind other work: take it (the
 // atomic, whose result nothing waits for until it is read), then, where the row is needed, read
-// its index, which traps when the word held another launch's tag. Taken by threadIdx.x == 0 under
-// no other condition: ptxas aggregates a returning atomic over the warp when anything else guards
-// it, and the aggregation's shuffle waits for the result at once.
-__device__ __forceinline__ unsigned long long handout_take(const RowHandout& h) { return atomicAdd(h.words, 1ull); }
+// its index, which traps when the word held another launch's tag. The atomic is written in PTX:
+// the compiler aggregates an atomicAdd over the warp unless it can tell that one thread takes it,
+// and the aggregation's shuffle waits for the result at once.
+__device__ __forceinline__ unsigned long long handout_take(const RowHandout& h) {
+  unsigned long long ticket;
+  asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], 1;" : "=l"(ticket) : "l"(h.words) : "memory");
+  return ticket;
+}
 __device__ __forceinline__ std::uint32_t handout_index(const RowHandout& h, unsigned long long ticket) {
   if (static_cast<std::uint32_t>(ticket >> 32) != h.tag) __trap();
   return static_cast<std::uint32_t>(ticket);

@@ -61,18 +61,36 @@ struct Outputs {
 // only the time does. Every layout has one 8-column fragment a thread.
 // - cta: a persistent grid of one CTA of 1024 threads per SM, rows strided over the CTAs; each CTA
 //   loads its gates and weights once and streams its rows through a ring of shared-memory stages
-//   that bulk copies fill. DraftBoundary only (R partials do not fit its stages). Above 12 rows a
-//   CTA with an F32 stream (24 with BF16; measured, see handout_rows_per_cta), each CTA's rows
-//   after its first ones are handed out at run time by a counter of the object's (see
-//   BoundaryBase), so that an SM that streams faster takes more of them.
+//   that bulk copies fill. DraftBoundary only (R partials do not fit its stages). Above a number of
+//   rows a CTA (HandoutThresholds), each CTA's rows after its first ones are handed out at run
+//   time by a counter of the object's (see BoundaryBase), so that an SM that streams faster takes
+//   more of them.
 // - pair, quad: the same on clusters of 2 (4) CTAs of 512 (256) threads, each CTA a half (a
 //   quarter) of every row of its cluster, the row sums completed across the cluster; two clusters'
-//   CTAs share an SM.
+//   CTAs share an SM. The all-reduce boundary's quad (R partials) hands its rows out likewise above
+//   a number of rows a cluster, its leader CTA taking them for the cluster.
 // - cluster: one row per cluster of 8 CTAs of 128 threads, not persistent (m clusters): the
 //   shortest latency for a few rows.
 enum class Layout : std::uint8_t { cta, cluster, pair, quad };
 inline constexpr Layout kAllLayouts[] = {Layout::cta, Layout::cluster, Layout::pair, Layout::quad};
 const char* layout_name(Layout);
+
+// Where the persistent layouts hand their rows out at run time instead of dividing them
+// statically: above this many rows a resident CTA (the cta layout, by the stream's dtype) or a
+// resident cluster (the all-reduce boundary's quad, R partials); 0: never. The bits never depend
+// on them, only the time. An object starts from handout_thresholds_for(its device), what was
+// measured fastest on that device model; set_handout_thresholds changes them for one object (to
+// time other thresholds, boundary_gpu_bench --handout, or to test a build that the device's
+// defaults never launch).
+struct HandoutThresholds {
+  std::int64_t cta_f32 = 0;
+  std::int64_t cta_bf16 = 0;
+  std::int64_t quad = 0;
+  friend bool operator==(const HandoutThresholds&, const HandoutThresholds&) = default;
+};
+// The measured thresholds for a device: an H100's (its name says "H100"), else the H200's, on
+// which the project's targets are set (draft_boundary.cpp has the figures). Throws CudaError.
+HandoutThresholds handout_thresholds_for(int device);
 
 // Everything that selects a compiled kernel or a launch configuration. late_gates: gates and
 // weights are loaded after the PDL wait (never chosen by variant_for, which loads them early,
@@ -100,9 +118,9 @@ struct OwnedOutputs {
 // (not owned) and must outlive the object. With early gates (variant_for's choice at every m)
 // they are read before the PDL wait: a kernel just before the boundary must not write them.
 //
-// One launch of an object at a time: the cta layout's launches above its hand-out threshold (see
-// Layout) take rows from a counter in device memory that the object owns (copies of the object
-// share it), and two such launches running at once on two streams would share it. Each launch
+// One launch of an object at a time: launches above its hand-out thresholds (HandoutThresholds)
+// take rows from a counter in device memory that the object owns (copies of the object share it),
+// and two such launches running at once on two streams would share it. Each launch
 // carries its own tag, and a kernel that meets another launch's tag traps (the launch fails, and
 // with it the CUDA context): use one object per concurrent stream. Launches in one stream, PDL and CUDA
 // graphs included, are fine, provided that a kernel between two of them that is itself launched
@@ -129,6 +147,9 @@ class BoundaryBase {
   // docs/benchmarks.md has every layout at each m.
   Layout layout_for(std::int64_t m) const;
   int sm_count() const { return sm_count_; }
+  const HandoutThresholds& handout_thresholds() const { return handout_; }
+  // Throws InputError naming the field when one is negative.
+  void set_handout_thresholds(const HandoutThresholds& t);
   const Constants& constants() const { return constants_; }
 
  protected:
@@ -140,6 +161,7 @@ class BoundaryBase {
   Operands operands_;
   int device_ = 0;
   int sm_count_ = 0;
+  HandoutThresholds handout_;
   std::shared_ptr<detail::RowCounter> row_counter_;
 
   // For the test that a foreign tag traps (boundary/gpu/diagnostics.hpp).
