@@ -5,9 +5,15 @@
 
 #include <doctest/doctest.h>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include <algorithm>
-#include <ios>
+#include <cfenv>
 #include <cmath>
+#include <ios>
+#include <stdexcept>
 #include <limits>
 #include <vector>
 
@@ -177,5 +183,24 @@ TEST_CASE("fma rounds once; mul then add rounds twice") {
 }
 
 TEST_CASE("the host float environment is the one the emulator needs") {
+  CHECK_NOTHROW(check_host_float_environment());
+}
+
+// The guard itself: each environment that would change the emulator's bits is refused, and the
+// environment is restored after each (the other tests need the default one).
+TEST_CASE("the host float environment check refuses FTZ, DAZ and a rounding mode other than nearest") {
+#if defined(__SSE__)
+  const unsigned saved = _mm_getcsr();
+  for (const unsigned flag : {0x8000u /* FTZ */, 0x0040u /* DAZ */}) {
+    _mm_setcsr(saved | flag);
+    CHECK_THROWS_WITH_AS(check_host_float_environment(), doctest::Contains("flushes subnormals"), std::runtime_error);
+    _mm_setcsr(saved);
+  }
+#endif
+  for (const int mode : {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO}) {
+    REQUIRE(std::fesetround(mode) == 0);
+    CHECK_THROWS_WITH_AS(check_host_float_environment(), doctest::Contains("round-to-nearest-even"), std::runtime_error);
+    std::fesetround(FE_TONEAREST);
+  }
   CHECK_NOTHROW(check_host_float_environment());
 }
