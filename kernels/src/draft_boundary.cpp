@@ -53,8 +53,9 @@ BoundaryBase::BoundaryBase(const Constants& constants, const Operands& operands)
   row_counter_ = std::make_shared<RowCounter>();
 }
 
-// Measured with verify/bench/ab_bench.sh (main's kernels against a tree with the other thresholds,
-// both built and run alternately in one device call), us, F32 stream stored unless said.
+// Measured by boundary_gpu_bench, the kernels with one threshold against those with another in one
+// device call (builds side by side on 2026-12-05, verify/bench/ab_bench.sh on 2026-12-06), us, F32
+// stream stored unless said.
 // - cta layout: handed out above 12 rows a CTA with an F32 stream on both models. H200, 2026-12-05
 //   about 01:55 UTC, static / handed out (the ticket then taken at the refill): m = 1024 30.08 /
 //   32.22, 2048 57.95 / 56.30, 4096 111.36 / 104.41, 8192 213.11 / 200.24 (7.8, 15.5, 31 and 62
