@@ -1,10 +1,10 @@
 // The all-reduce boundary's kernels in the instrumented builds (debug, planted bugs), after
-// draft_boundary_kernel.cuh in the same translation unit: R = 1 runs the one-rank kernels of
+// layout_launch.cuh in the same translation unit: R = 1 runs the one-rank kernels of
 // launch_layout, which that unit builds for the DraftBoundary anyway (the production build's
 // launch_all_reduce_boundary picks the same ones), R >= 2 the R-rank kernels of v's layout.
 #pragma once
 
-#include "draft_boundary_kernel.cuh"
+#include "layout_launch.cuh"
 
 namespace boundary::gpu::detail {
 

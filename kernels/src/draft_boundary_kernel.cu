@@ -1,7 +1,8 @@
 // The production build of the fused kernels: the DraftBoundary and the all-reduce boundary in
-// every layout (draft_boundary_kernel.cuh, cluster_boundary_kernel.cuh).
+// every layout (draft_boundary_kernel.cuh, cluster_boundary_kernel.cuh, launched as
+// layout_launch.cuh says).
 #include "all_reduce_launch.hpp"
-#include "draft_boundary_kernel.cuh"
+#include "layout_launch.cuh"
 
 namespace boundary::gpu::detail {
 
