@@ -13,8 +13,8 @@
 #include <cfenv>
 #include <cmath>
 #include <ios>
-#include <stdexcept>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 using namespace boundary::ref;

@@ -44,6 +44,21 @@ constexpr const char* kOccupiedBf16 = "row hand-out: a cta launch (BF16 stream) 
 constexpr const char* kOccupiedQuad =
     "row hand-out: an all-reduce quad launch (8 partials) that meets another launch's tag traps (own process)";
 
+// After a control launch that succeeded: the object's counter is idle again, and the same launch
+// fails once another launch's tag holds the counter.
+template <class Launch>
+void fails_once_counter_held(const gpu::BoundaryBase& b, Launch launch) {
+  const gpu::RowCounterWords idle = gpu::row_counter_words(b);
+  CHECK(idle.rows == 0);
+  CHECK(idle.done == 0);
+
+  gpu::occupy_row_counter(b, 0xB0B);
+  const cudaError_t e = launch();
+  CHECK(e != cudaSuccess);
+  std::printf("the launch's error: %s\n", cudaGetErrorName(e));
+  std::fflush(stdout);
+}
+
 // The hidden cases' body. No Stream or pinned buffer here: their destructors check CUDA's answer,
 // which after the trap is the context's error.
 void occupied_counter_traps(StreamDtype sd) {
@@ -66,15 +81,7 @@ void occupied_counter_traps(StreamDtype sd) {
   REQUIRE(cudaMemcpy(got.data(), out.get(), bytes16(kM), cudaMemcpyDeviceToHost) == cudaSuccess);
   const Expected want = emulate(s, host, sd, kM);
   expect_bits<std::uint16_t>("idle counter, " + describe(v), "out", got, want.out_rows(0, kM), "the emulator");
-  const gpu::RowCounterWords idle = gpu::row_counter_words(s.fused);
-  CHECK(idle.rows == 0);
-  CHECK(idle.done == 0);
-
-  gpu::occupy_row_counter(s.fused, 0xB0B);
-  const cudaError_t e = launch();
-  CHECK(e != cudaSuccess);
-  std::printf("the launch's error: %s\n", cudaGetErrorName(e));
-  std::fflush(stdout);
+  fails_once_counter_held(s.fused, launch);
 }
 
 // The same for the all-reduce boundary at kM, in the quad layout its dispatch picks there, whose
@@ -98,15 +105,7 @@ void occupied_counter_traps_quad() {
     return cudaStreamSynchronize(nullptr);
   };
   REQUIRE(launch() == cudaSuccess);  // the control: an idle counter, the same launch
-  const gpu::RowCounterWords idle = gpu::row_counter_words(fused);
-  CHECK(idle.rows == 0);
-  CHECK(idle.done == 0);
-
-  gpu::occupy_row_counter(fused, 0xB0B);
-  const cudaError_t e = launch();
-  CHECK(e != cudaSuccess);
-  std::printf("the launch's error: %s\n", cudaGetErrorName(e));
-  std::fflush(stdout);
+  fails_once_counter_held(fused, launch);
 }
 
 }  // namespace
