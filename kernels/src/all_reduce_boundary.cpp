@@ -56,9 +56,7 @@ void prepare_all_reduce(cudaStream_t stream) {
 }
 
 AllReduceBoundary::AllReduceBoundary(const Constants& constants, const Operands& operands)
-    : BoundaryBase(constants, operands) {
-  cuda_check(detail::max_active_clusters(&max_active_clusters_), "cudaOccupancyMaxActiveClusters");
-}
+    : BoundaryBase(constants, operands) {}
 
 bool AllReduceBoundary::takes(std::span<const TensorView> partials, const TensorView& stream) const {
   return partials_problem(partials).empty() &&

@@ -20,7 +20,5 @@ cudaError_t prepare_all_reduce();
 // the host API refuses it, and this returns cudaErrorNotSupported).
 cudaError_t launch_all_reduce_boundary(const AllReduceParams& p, std::int64_t m, const Variant& v, cudaStream_t s);
 cudaError_t prepare_all_reduce_boundary(const Variant& v, int ranks);
-// Clusters of the cluster layout resident at once on this device (one rank, F32 stream).
-cudaError_t max_active_clusters(int* clusters);
 
 }  // namespace boundary::gpu::detail

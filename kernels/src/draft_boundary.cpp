@@ -45,6 +45,7 @@ BoundaryBase::BoundaryBase(const Constants& constants, const Operands& operands)
     : constants_(constants), operands_(operands) {
   cuda_check(cudaGetDevice(&device_), "cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_), "cudaDeviceGetAttribute");
+  cuda_check(detail::max_active_clusters(&max_active_clusters_), "cudaOccupancyMaxActiveClusters");
   require(operands.alpha, "alpha", {Dtype::f32}, {kH}, 32);
   require(operands.beta, "beta", {Dtype::f32}, {kH}, 32);
   check_weight(constants.post, operands.post_weight, "post_weight");
@@ -142,13 +143,15 @@ Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store
 //   cluster 1.66 / 2.32 / 3.29 / 3.69 / 3.88 / 3.99 / 5.52 / 6.56 / 7.46 / 9.59 / 34.95 / 255.91
 //   cta     3.80 / 3.92 / 4.05 / 4.43 / 4.50 / 4.53 / 4.76 / 7.44 / 7.48 / 7.50 / 30.00 / 215.57
 //   pair    3.00 / 3.12 / 3.48 / 4.43 / 4.53 / 4.62 / 4.91 / 8.00 / 8.03 / 8.12 / 30.38 / 216.21
-// The cluster layout (8 CTAs a row, not persistent) wins while its CTAs leave an SM room for the
-// next boundary's (up to 7/8 of the SM count) and in the second wave's first half (one row a
-// cluster, against two rows for some persistent CTAs); cta, one row a CTA, at the SM count and
-// from 3/2 of it on.
+// and between 112 and 132 on an H100 (2026-12-06 about 11:27 UTC, two runs alike; 124 clusters
+// resident there), m = 116 / 120 / 122 / 123 / 124 / 125 / 128: cluster 4.25 / 4.30 / 4.42 /
+// 4.60 / 4.79 / 5.16 / 5.55, cta 4.88 / 4.90 / 4.92 / 4.92 / 4.93 / 4.95 / 4.98.
+// The cluster layout (8 CTAs a row, not persistent) wins while its rows fit one wave of resident
+// clusters and in the second wave's first half (one row a cluster, against two rows for some
+// persistent CTAs); cta, one row a CTA, from one wave to the SM count and from 3/2 of it on.
 Layout BoundaryBase::layout_for(std::int64_t m) const {
   const std::int64_t sms = sm_count_;
-  if (8 * m <= 7 * sms || (m > sms && 2 * m <= 3 * sms)) return Layout::cluster;
+  if (m <= max_active_clusters_ || (m > sms && 2 * m <= 3 * sms)) return Layout::cluster;
   return Layout::cta;
 }
 

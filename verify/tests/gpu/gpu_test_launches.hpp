@@ -125,11 +125,13 @@ struct Step {
   Coverage coverage;
 };
 
-// The m: 1, 2, the three around the SM count (131, 132, 133 on the 132-SM H200: the
-// late-gates switch), 1000 and 4096 (more rows than one wave of CTAs); the full matrix on the
-// smallest and on the first late-gates m.
-inline std::vector<Step> standard_steps(int sm, std::int64_t max_m, std::int64_t first_for_1000) {
-  std::set<std::int64_t> ms = {1, 2, 131, 132, 133, sm - 1, sm, sm + 1, 1000, kRows};
+// The m: 1, 2, the last of one wave of the cluster layout's clusters and the next (124
+// and 125 on an H100: the dispatch's switch from cluster to cta), the three around
+// the SM count (131, 132, 133: the dispatch's switch back to cluster above it), 1000 and 4096
+// (more rows than one wave of CTAs); the full matrix on the smallest and just above the SM count.
+inline std::vector<Step> standard_steps(const gpu::BoundaryBase& b, std::int64_t max_m, std::int64_t first_for_1000) {
+  const int sm = b.sm_count(), wave = b.max_active_clusters();  // where the dispatch changes layout
+  std::set<std::int64_t> ms = {1, 2, wave, wave + 1, 131, 132, 133, sm - 1, sm, sm + 1, 1000, kRows};
   std::vector<Step> steps;
   for (std::int64_t m : ms) {
     if (m < 1 || m > max_m) continue;

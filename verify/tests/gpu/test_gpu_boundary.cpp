@@ -22,7 +22,7 @@ TEST_CASE("realistic rows: fused == eager chain == emulator, every constants set
   for (const NamedConstants& k : realistic_constant_sets()) {
     Subject s(k, realistic_operands(k.constants));
     // m = 4096 for the stock boundaries only: more rows exercise scheduling, not arithmetic.
-    std::vector<Step> steps = standard_steps(s.fused.sm_count(), k.stock ? kRows : 1000, 96);
+    std::vector<Step> steps = standard_steps(s.fused, k.stock ? kRows : 1000, 96);
     steps.push_back({1, 777, Coverage::full});
     check_steps(s, host, rows, steps, bench, "realistic rows");
   }
@@ -42,7 +42,7 @@ TEST_CASE("edge rows: NaN, Inf, -0.0, subnormals, overflowing sums, zero rows wi
       // Every pattern alone, through the whole variant matrix; then pairs across the wrap.
       for (std::int64_t r = 0; r < kEdgeKinds; ++r) steps.push_back({1, r, Coverage::full});
       steps.push_back({2, kEdgeKinds - 1, Coverage::full});
-      for (const Step& step : standard_steps(s.fused.sm_count(), big ? kRows : 1000, 0))
+      for (const Step& step : standard_steps(s.fused, big ? kRows : 1000, 0))
         if (step.m > 1) steps.push_back(step);
       check_steps(s, host, rows, steps, bench, std::string("edge rows, ") + gates_name(g));
     }

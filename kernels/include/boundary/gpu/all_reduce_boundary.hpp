@@ -42,8 +42,6 @@ class AllReduceBoundary : public BoundaryBase {
   // Early gates; the layout measured fastest for m on the H200 (cluster up to twice the SM count,
   // quad above).
   Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const override;
-  // Clusters of the cluster layout resident at once (one wave of its rows).
-  int max_active_clusters() const { return max_active_clusters_; }
 
   void prepare(const Variant& variant, cudaStream_t stream = nullptr);
   void run(std::span<const TensorView> partials, const TensorView& stream, const Outputs& outputs,
@@ -58,9 +56,6 @@ class AllReduceBoundary : public BoundaryBase {
                          std::optional<Variant> variant) const;
   detail::AllReduceParams launch_params(std::span<const TensorView> partials, const TensorView& stream,
                                         const Outputs& outputs) const;
-
- private:
-  int max_active_clusters_ = 0;
 };
 
 }  // namespace boundary::gpu

@@ -143,10 +143,13 @@ class BoundaryBase {
   // The variant a launch of m rows uses: early gates, the layout from layout_for(m). Virtual:
   // the all-reduce boundary has its own, and a call through BoundaryBase& must pick the object's.
   virtual Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
-  // The faster layout for m rows on this device, as boundary_gpu_bench measured it on the H200:
-  // docs/benchmarks.md has every layout at each m.
+  // The faster layout for m rows on this device, as boundary_gpu_bench measured it on the H200 and
+  // an H100: docs/benchmarks.md has every layout at each m.
   Layout layout_for(std::int64_t m) const;
   int sm_count() const { return sm_count_; }
+  // Clusters of the DraftBoundary's cluster layout (one rank) resident at once on this device:
+  // one wave of its rows, where layout_for leaves it.
+  int max_active_clusters() const { return max_active_clusters_; }
   const HandoutThresholds& handout_thresholds() const { return handout_; }
   // Throws InputError naming the field when one is negative.
   void set_handout_thresholds(const HandoutThresholds& t);
@@ -161,6 +164,7 @@ class BoundaryBase {
   Operands operands_;
   int device_ = 0;
   int sm_count_ = 0;
+  int max_active_clusters_ = 0;
   HandoutThresholds handout_;
   std::shared_ptr<detail::RowCounter> row_counter_;
 
