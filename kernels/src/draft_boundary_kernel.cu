@@ -12,6 +12,8 @@ cudaError_t launch_draft_boundary(const BoundaryParams& p, std::int64_t m, const
 
 cudaError_t prepare_draft_boundary(const Variant& v) { return prepare_layout<NoIntermediates>(v); }
 
+cudaError_t max_active_clusters(int* clusters) { return resident_clusters(clusters); }
+
 cudaError_t launch_all_reduce_boundary(const AllReduceParams& p, std::int64_t m, const Variant& v, cudaStream_t s) {
   if (v.layout == Layout::cluster) {
     if (p.ranks == 1) return launch_cluster_rows<true>(p, m, v, s, NoIntermediates{});
@@ -28,10 +30,6 @@ cudaError_t prepare_all_reduce_boundary(const Variant& v, int ranks) {
   }
   if (ranks == 1) return prepare_persistent<true, NoIntermediates>(v);
   return prepare_persistent<false, NoIntermediates>(v);
-}
-
-cudaError_t max_active_clusters(int* clusters) {
-  return resident_clusters(clusters);
 }
 
 }  // namespace boundary::gpu::detail
