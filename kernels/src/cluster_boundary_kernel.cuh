@@ -113,14 +113,21 @@ auto cluster_kernel_for(const Variant& v) {
   });
 }
 
-// m rows of a (R = a.ranks partials; 1 with kOneRank), one cluster each, with v's gates and PDL.
+// The launch's cluster scheduling policy for a placement, named explicitly (not the driver's
+// default, which placed clusters as spread does on an H100).
+inline cudaClusterSchedulingPolicy scheduling_policy(ClusterPlacement p) {
+  return p == ClusterPlacement::balanced ? cudaClusterSchedulingPolicyLoadBalancing : cudaClusterSchedulingPolicySpread;
+}
+
+// m rows of a (R = a.ranks partials; 1 with kOneRank), one cluster each, with v's gates, PDL and
+// placement.
 template <bool kOneRank, class Intermediates>
 cudaError_t launch_cluster_rows(const AllReduceParams& a, std::int64_t m, const Variant& v, cudaStream_t s,
                                 const Intermediates& d) {
   AllReduceParams q = a;
   q.boundary.late_gates = v.late_gates;
-  return launch_pdl(cluster_kernel_for<kOneRank, Intermediates>(v), dim3(static_cast<unsigned>(m * kClusterCtas)),
-                    dim3(kClusterThreads), v.pdl, s, q, d);
+  return launch_pdl_placed(cluster_kernel_for<kOneRank, Intermediates>(v), dim3(static_cast<unsigned>(m * kClusterCtas)),
+                           dim3(kClusterThreads), 1, 0, scheduling_policy(v.placement), v.pdl, s, q, d);
 }
 
 // Loads a variant's kernel now, not lazily at its first launch (which may be inside a capture).
@@ -130,11 +137,16 @@ cudaError_t prepare_cluster_rows(const Variant& v) {
   return cudaFuncGetAttributes(&attributes, cluster_kernel_for<kOneRank, Intermediates>(v));
 }
 
-// Clusters resident at once (the width of one wave), one rank, F32 stream stored.
-inline cudaError_t resident_clusters(int* clusters) {
+// Clusters resident at once (the width of one wave), one rank, F32 stream stored, so placed.
+inline cudaError_t resident_clusters(ClusterPlacement placement, int* clusters) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(kClusterCtas);
   config.blockDim = dim3(kClusterThreads);
+  cudaLaunchAttribute policy{};
+  policy.id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+  policy.val.clusterSchedulingPolicyPreference = scheduling_policy(placement);
+  config.attrs = &policy;
+  config.numAttrs = 1;
   return cudaOccupancyMaxActiveClusters(clusters, cluster_kernel_for<true, NoIntermediates>(Variant{}), &config);
 }
 

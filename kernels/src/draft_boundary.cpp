@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -45,7 +46,10 @@ BoundaryBase::BoundaryBase(const Constants& constants, const Operands& operands)
     : constants_(constants), operands_(operands) {
   cuda_check(cudaGetDevice(&device_), "cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_), "cudaDeviceGetAttribute");
-  cuda_check(detail::max_active_clusters(&max_active_clusters_), "cudaOccupancyMaxActiveClusters");
+  cuda_check(detail::max_active_clusters(ClusterPlacement::spread, &max_active_clusters_),
+             "cudaOccupancyMaxActiveClusters");
+  cuda_check(detail::max_active_clusters(ClusterPlacement::balanced, &max_balanced_clusters_),
+             "cudaOccupancyMaxActiveClusters");
   require(operands.alpha, "alpha", {Dtype::f32}, {kH}, 32);
   require(operands.beta, "beta", {Dtype::f32}, {kH}, 32);
   check_weight(constants.post, operands.post_weight, "post_weight");
@@ -127,6 +131,10 @@ const char* layout_name(Layout l) {
   return "?";
 }
 
+const char* placement_name(ClusterPlacement p) {
+  return p == ClusterPlacement::spread ? "spread" : "balanced";
+}
+
 // Early gates at every m. Measured against late gates above the SM count (issue 3's rule before
 // 2026-12-06), boundary_gpu_bench --gates late / early, F32 stream stored, us: H200 (one call),
 // cta m = 1024 30.10 / 28.57, 2048 55.60 / 54.15, 8192 202.25 / 200.23 (BF16 stream 25.64 / 24.65
@@ -134,8 +142,21 @@ const char* layout_name(Layout l) {
 // H100 (another call), the cluster layout at m = 160 6.76 / 6.37, the all-reduce boundary's
 // cluster layout (R = 8) at m = 160 / 200 / 264 11.09 / 10.41, 15.64 / 15.21, 21.88 / 21.26. A
 // CTA loaded early takes its gates while the previous grid ends instead of beside its rows.
+//
+// The cluster layout's rows are placed balanced exactly where that holds them in one wave and
+// spread would not (m = 125 .. 132 on an H100); elsewhere spread, measured as fast or faster:
+// H100, 2026-12-06 about 13:20 UTC, boundary_gpu_bench --ranks 8, the cluster layout forced,
+// three runs a placement alternating, F32 stream stored, spread / balanced, us: m = 24 2.25 /
+// 2.34, 32 2.44 / 2.48, 48 2.78 / 2.70, 64 3.47 / 3.04, 96 4.07 / 4.10, 112 4.21 / 4.36, 124 4.79
+// / 4.45, 128 5.55 / 4.49, 132 5.71 / 4.66 (cta 5.05), 136 5.85 / 5.71, 160 6.38 / 6.36, 198
+// 7.35 / 7.25, 264 9.58 / 8.75; the BF16 stream, dispatched, 1 to 6% slower balanced at 80 ..
+// 112 and 160 .. 198. Which m gains within a wave follows where the clusters land, not a rule
+// found so far; the wave is one.
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
-  return Variant{stream, store_stream, false, pdl, layout_for(m)};
+  const Layout layout = layout_for(m);
+  const bool balanced = layout == Layout::cluster && m > max_active_clusters_ && m <= max_balanced_clusters_;
+  return Variant{stream, store_stream, false, pdl, layout,
+                 balanced ? ClusterPlacement::balanced : ClusterPlacement::spread};
 }
 
 // From boundary_gpu_bench on the H200 (2026-12-04 18:05 UTC, F32 stream stored, us; each layout
@@ -147,11 +168,14 @@ Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store
 // resident there), m = 116 / 120 / 122 / 123 / 124 / 125 / 128: cluster 4.25 / 4.30 / 4.42 /
 // 4.60 / 4.79 / 5.16 / 5.55, cta 4.88 / 4.90 / 4.92 / 4.92 / 4.93 / 4.95 / 4.98.
 // The cluster layout (8 CTAs a row, not persistent) wins while its rows fit one wave of resident
-// clusters and in the second wave's first half (one row a cluster, against two rows for some
-// persistent CTAs); cta, one row a CTA, from one wave to the SM count and from 3/2 of it on.
+// clusters (placed balanced above the spread wave, variant_for) and in the second wave's first
+// half (one row a cluster, against two rows for some persistent CTAs); cta, one row a CTA, from
+// one wave to the SM count (none on an H100, whose balanced wave is its 132 SMs) and from 3/2 of
+// it on.
 Layout BoundaryBase::layout_for(std::int64_t m) const {
   const std::int64_t sms = sm_count_;
-  if (m <= max_active_clusters_ || (m > sms && 2 * m <= 3 * sms)) return Layout::cluster;
+  const std::int64_t wave = std::max(max_active_clusters_, max_balanced_clusters_);
+  if (m <= wave || (m > sms && 2 * m <= 3 * sms)) return Layout::cluster;
   return Layout::cta;
 }
 

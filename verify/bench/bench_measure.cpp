@@ -194,17 +194,22 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
   const gpu::Variant natural = with_gates(b.fused.variant_for(m, StreamDtype::f32, true), b.options);
   const gpu::Variant natural_bf16 = with_gates(b.fused.variant_for(m, StreamDtype::bf16, true), b.options);
   r.layout = natural.layout;
-  gpu::Variant cta = natural, cluster = natural, pair = natural, quad = natural;
+  r.placement = natural.placement;
+  gpu::Variant cta = natural, cluster = natural, balanced = natural, pair = natural, quad = natural;
   cta.layout = gpu::Layout::cta;
   cluster.layout = gpu::Layout::cluster;
+  cluster.placement = gpu::ClusterPlacement::spread;
+  balanced.layout = gpu::Layout::cluster;
+  balanced.placement = gpu::ClusterPlacement::balanced;
   pair.layout = gpu::Layout::pair;
   quad.layout = gpu::Layout::quad;
-  for (const gpu::Variant& v : {cta, cluster, pair, quad}) b.fused.prepare(v, b.stream);
+  for (const gpu::Variant& v : {cta, cluster, balanced, pair, quad}) b.fused.prepare(v, b.stream);
   b.fused.prepare(natural_bf16, b.stream);
   b.eager.prepare(m, b.stream);
   check_bits(b.fused, b.eager, sets[0], m, StreamDtype::f32, b.stream, natural);
   check_bits(b.fused, b.eager, sets[0], m, StreamDtype::bf16, b.stream, natural_bf16);
-  for (const gpu::Variant& v : {cta, cluster, pair, quad}) check_bits(b.fused, b.eager, sets[0], m, StreamDtype::f32, b.stream, v);
+  for (const gpu::Variant& v : {cta, cluster, balanced, pair, quad})
+    check_bits(b.fused, b.eager, sets[0], m, StreamDtype::f32, b.stream, v);
 
   const cudaStream_t s = b.stream;
   auto set = [&](int i) -> const BufferSet& { return sets[static_cast<std::size_t>(i) % sets.size()]; };
@@ -221,6 +226,7 @@ RowResult measure_rows(const Bench& b, std::int64_t m) {
       "eager chain");
   r.cta_f32 = fused(StreamDtype::f32, cta, "fused, cta layout");
   r.cluster_f32 = fused(StreamDtype::f32, cluster, "fused, cluster layout");
+  r.cluster_balanced_f32 = fused(StreamDtype::f32, balanced, "fused, cluster layout placed balanced");
   r.pair_f32 = fused(StreamDtype::f32, pair, "fused, pair layout");
   r.quad_f32 = fused(StreamDtype::f32, quad, "fused, quad layout");
   std::vector<TrafficParams> traffic(sets.size());

@@ -85,7 +85,9 @@ struct RowResult {
   int launches = 0;  // per graph
   Timing empty_plain, empty_pdl, fused_f32, fused_bf16, eager;
   gpu::Layout layout = gpu::Layout::cta;  // the dispatcher's choice for m (fused_f32, fused_bf16)
-  Timing cta_f32, cluster_f32, pair_f32, quad_f32;  // each layout forced, F32 stream stored
+  gpu::ClusterPlacement placement = gpu::ClusterPlacement::spread;  // the same (the cluster layout's)
+  // Each layout forced, F32 stream stored (the cluster layout placed spread, and balanced).
+  Timing cta_f32, cluster_f32, cluster_balanced_f32, pair_f32, quad_f32;
   Timing traffic;  // the floor of its bytes: the traffic kernel over branch, stream, out and new_stream
   CopyFloor copy_f32, copy_bf16;  // the SM copy of its tensors (branch, stream, out, new_stream), each stream dtype
   double bytes_f32 = 0, bytes_bf16 = 0, bytes_eager = 0;

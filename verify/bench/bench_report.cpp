@@ -30,6 +30,13 @@ Division other(Division d) { return d == Division::dynamic ? Division::grid_stri
 // The JSON key of a copy's timing: the grid-stride copy keeps the key it had before the dynamic one.
 std::string copy_key(const char* key, Division d) { return d == Division::dynamic ? key + std::string("_dynamic") : key; }
 
+// The dispatched layout of a row, with the cluster layout's placement.
+std::string dispatched_name(const RowResult& r) {
+  std::string name = bg::layout_name(r.layout);
+  if (r.layout == bg::Layout::cluster) name += std::string(", ") + bg::placement_name(r.placement);
+  return name;
+}
+
 }  // namespace
 
 void print_row_details(const RowResult& r, const DeviceInfo& dev) {
@@ -49,6 +56,7 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
   line("eager chain, F32", r.eager, r.bytes_f32);
   line("cta layout, F32", r.cta_f32, r.bytes_f32);
   line("cluster layout, F32", r.cluster_f32, r.bytes_f32);
+  line("cluster balanced, F32", r.cluster_balanced_f32, r.bytes_f32);
   line("pair layout, F32", r.pair_f32, r.bytes_f32);
   line("quad layout, F32", r.quad_f32, r.bytes_f32);
   line("floor: its traffic", r.traffic, r.bytes_f32);
@@ -56,7 +64,7 @@ void print_row_details(const RowResult& r, const DeviceInfo& dev) {
   line("floor: SM copy, chunks", r.copy_f32.dynamic, r.bytes_f32);
   line("BF16: SM copy of it", r.copy_bf16.grid_stride, r.bytes_bf16);
   line("BF16: SM copy, chunks", r.copy_bf16.dynamic, r.bytes_bf16);
-  std::printf("  dispatched layout: %s\n", bg::layout_name(r.layout));
+  std::printf("  dispatched layout: %s\n", dispatched_name(r).c_str());
   std::printf("  eager chain moves %.2fx the minimum traffic (%.1f GB/s actual); L2 %.0f MB\n",
               r.bytes_eager / r.bytes_f32, gbps(r.bytes_eager, r.eager), static_cast<double>(dev.l2_bytes) / 1e6);
   if (const auto& a = r.all_reduce) {
@@ -97,14 +105,14 @@ std::vector<Target> evaluate(const std::vector<RowResult>& rows, const CopyResul
 }
 
 void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, const std::vector<Target>& targets) {
-  std::printf("\n%6s | %8s | %7s | %12s | %13s | %8s | %11s | %9s | %9s | %11s | %11s | %10s | %13s | %11s\n", "m",
+  std::printf("\n%6s | %8s | %16s | %12s | %13s | %8s | %11s | %9s | %9s | %11s | %11s | %10s | %13s | %11s\n", "m",
               "empty us", "layout", "fused f32 us", "fused bf16 us", "cta us", "cluster us", "eager us", "copy us",
               "dyn copy us", "fused/empty", "fused GB/s", "% of SM copy", "eager/fused");
-  std::printf("%s\n", std::string(173, '-').c_str());
+  std::printf("%s\n", std::string(182, '-').c_str());
   for (const RowResult& r : rows) {
     const double fused_gbps = gbps(r.bytes_f32, r.fused_f32);
-    std::printf("%6lld | %8.2f | %7s | %12.2f | %13.2f | %8.2f | %11.2f | %9.2f | %9.2f | %11.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n",
-                static_cast<long long>(r.m), r.empty().median_us, bg::layout_name(r.layout), r.fused_f32.median_us,
+    std::printf("%6lld | %8.2f | %16s | %12.2f | %13.2f | %8.2f | %11.2f | %9.2f | %9.2f | %11.2f | %10.3fx | %10.1f | %12.1f%% | %10.2fx\n",
+                static_cast<long long>(r.m), r.empty().median_us, dispatched_name(r).c_str(), r.fused_f32.median_us,
                 r.fused_bf16.median_us, r.cta_f32.median_us, r.cluster_f32.median_us, r.eager.median_us,
                 r.copy_f32.grid_stride.median_us, r.copy_f32.dynamic.median_us, r.fused_f32.median_us / r.empty().median_us, fused_gbps, 100.0 * fused_gbps / copy.gbps_median(),
                 r.eager.median_us / r.fused_f32.median_us);
@@ -199,8 +207,10 @@ nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const gpu::Hando
                          {"fused_bf16", timing_json(r.fused_bf16)},
                          {"eager_f32", timing_json(r.eager)},
                          {"layout", bg::layout_name(r.layout)},
+                         {"placement", bg::placement_name(r.placement)},
                          {"cta_f32", timing_json(r.cta_f32)},
                          {"cluster_f32", timing_json(r.cluster_f32)},
+                         {"cluster_balanced_f32", timing_json(r.cluster_balanced_f32)},
                          {"pair_f32", timing_json(r.pair_f32)},
                          {"quad_f32", timing_json(r.quad_f32)},
                          {"floor_traffic", timing_json(r.traffic)},

@@ -68,7 +68,9 @@ def main():
         comp, comp_bf16 = p["compile_f32"]["median_us"], p["compile_bf16"]["median_us"]
         gbps = lambda us, key="min_bytes_f32": b[key] / (us * 1e3)  # noqa: E731
         its_division, its_copy = faster_copy(b, "floor_sm_copy", lambda t: t["median_us"])
-        row = {"m": m, "layout": b["layout"], "fused_f32_us": fused, "fused_bf16_us": fused_bf16,
+        # An older bench has no placement: its cluster layout was placed spread.
+        layout = b["layout"] + (" balanced" if b.get("placement") == "balanced" else "")
+        row = {"m": m, "layout": layout, "fused_f32_us": fused, "fused_bf16_us": fused_bf16,
                "cta_f32_us": b["cta_f32"]["median_us"], "cluster_f32_us": b["cluster_f32"]["median_us"],
                "eager_chain_us": b["eager_f32"]["median_us"], "sm_copy_of_its_bytes_us": its_copy["median_us"],
                "sm_copy_of_its_bytes_division": its_division,

@@ -18,7 +18,8 @@ import sys
 
 # (JSON key, what the row says) for rows and all_reduce_rows: every timing worth an A/B.
 ROW_TIMINGS = (("fused_f32", "fused F32, dispatched"), ("fused_bf16", "fused BF16, dispatched"),
-               ("cta_f32", "cta F32"), ("cluster_f32", "cluster F32"), ("pair_f32", "pair F32"),
+               ("cta_f32", "cta F32"), ("cluster_f32", "cluster F32"),
+               ("cluster_balanced_f32", "cluster balanced F32"), ("pair_f32", "pair F32"),
                ("quad_f32", "quad F32"), ("eager_f32", "eager chain F32"),
                ("floor_sm_copy", "SM copy of its bytes, grid-stride"),
                ("floor_sm_copy_dynamic", "SM copy of its bytes, chunks"))

@@ -129,9 +129,9 @@ void check_junit(const std::string& xml, std::size_t failures) {
 
 }  // namespace
 
-TEST_CASE("variants: all 67 by name, 16 fused per layout; a list picks some; an unknown name is an InputError naming it") {
+TEST_CASE("variants: all 83 by name, 16 fused per layout; a list picks some; an unknown name is an InputError naming it") {
   const auto all = cli::all_gate_variants();
-  CHECK(all.size() == 67);
+  CHECK(all.size() == 83);
   CHECK(all.front().name == "eager");
   CHECK(all.back().name == "all-reduce");
   for (const auto layout : cli::kGateLayouts)
@@ -140,6 +140,9 @@ TEST_CASE("variants: all 67 by name, 16 fused per layout; a list picks some; an 
           }) == 16);
   CHECK(std::count_if(all.begin(), all.end(), [](const auto& v) { return v.name == "f32-store-late-pdl-quad"; }) == 1);
   CHECK(std::count_if(all.begin(), all.end(), [](const auto& v) { return v.name == "bf16-nostore-late-nopdl"; }) == 1);
+  CHECK(std::count_if(all.begin(), all.end(), [](const auto& v) {
+          return v.name == "f32-store-early-pdl-cluster-balanced" && v.layout == cli::GateVariant::Layout::cluster_balanced;
+        }) == 1);
   const auto some = cli::parse_gate_variants("graph,f32-store-early-pdl,graph,bf16-nostore-late-nopdl-cluster");
   REQUIRE(some.size() == 3);
   CHECK(some[1].late_gates == false);

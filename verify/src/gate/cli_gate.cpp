@@ -36,6 +36,7 @@ const char* layout_word(GateVariant::Layout l) {
     case GateVariant::Layout::cluster: return "cluster";
     case GateVariant::Layout::pair: return "pair";
     case GateVariant::Layout::quad: return "quad";
+    case GateVariant::Layout::cluster_balanced: return "cluster-balanced";
   }
   return "?";
 }

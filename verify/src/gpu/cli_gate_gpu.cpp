@@ -29,7 +29,8 @@ constexpr unsigned kProducerDelayNs = 100'000;
 
 gpu::Layout gpu_layout(GateVariant::Layout l) {
   switch (l) {
-    case GateVariant::Layout::cluster: return gpu::Layout::cluster;
+    case GateVariant::Layout::cluster:
+    case GateVariant::Layout::cluster_balanced: return gpu::Layout::cluster;
     case GateVariant::Layout::pair: return gpu::Layout::pair;
     case GateVariant::Layout::quad: return gpu::Layout::quad;
     case GateVariant::Layout::cta: break;
@@ -37,9 +38,14 @@ gpu::Layout gpu_layout(GateVariant::Layout l) {
   return gpu::Layout::cta;
 }
 
+gpu::ClusterPlacement gpu_placement(GateVariant::Layout l) {
+  return l == GateVariant::Layout::cluster_balanced ? gpu::ClusterPlacement::balanced : gpu::ClusterPlacement::spread;
+}
+
 gpu::Variant launch_variant(const GateVariant& v, const gpu::DraftBoundary& b, const BoundTensors& bound) {
   if (v.kind == GateVariant::Kind::graph) return b.variant_for(bound.m, bound.inputs.stream_dtype, true, true);
-  return gpu::Variant{bound.inputs.stream_dtype, v.store, v.late_gates, v.pdl, gpu_layout(v.layout)};
+  return gpu::Variant{bound.inputs.stream_dtype, v.store, v.late_gates, v.pdl, gpu_layout(v.layout),
+                      gpu_placement(v.layout)};
 }
 
 // The all-reduce boundary's variant: its own choice for the rows (variant_for), but the layout and
@@ -47,7 +53,10 @@ gpu::Variant launch_variant(const GateVariant& v, const gpu::DraftBoundary& b, c
 // since it has no cta layout).
 gpu::Variant all_reduce_variant(const GateVariant& v, const gpu::AllReduceBoundary& b, const BoundTensors& bound) {
   gpu::Variant variant = b.variant_for(bound.m, bound.inputs.stream_dtype, v.store, v.pdl);
-  if (v.layout != GateVariant::Layout::cta) variant.layout = gpu_layout(v.layout);
+  if (v.layout != GateVariant::Layout::cta) {
+    variant.layout = gpu_layout(v.layout);
+    variant.placement = gpu_placement(v.layout);
+  }
   variant.late_gates = variant.late_gates || v.late_gates;
   return variant;
 }

@@ -61,7 +61,8 @@ struct Launch {
 inline std::string describe(const Variant& v) {
   return std::string("[stream ") + (v.stream == StreamDtype::f32 ? "F32" : "BF16") + (v.store_stream ? ", stored" : ", not stored") +
          (v.late_gates ? ", late gates" : ", early gates") + (v.pdl ? ", PDL" : ", no PDL") + ", " +
-         gpu::layout_name(v.layout) + " layout]";
+         gpu::layout_name(v.layout) + " layout" +
+         (v.layout == gpu::Layout::cluster ? std::string(", ") + gpu::placement_name(v.placement) : std::string()) + "]";
 }
 
 inline std::string describe(const Subject& s, const Launch& l, StreamDtype sd, std::int64_t m) {
@@ -80,7 +81,8 @@ inline void run_launch(Subject& s, const Launch& l, const TensorView& branch, co
 
 // How much of the variant matrix one m gets.
 enum class Coverage {
-  full,  // the eager chain stored / not, the default variant stored / not, and all 32 forced variants
+  full,  // the eager chain stored / not, the default variant stored / not, and all 40 forced variants
+         // (every layout, the cluster layout both placed spread and balanced)
   some,  // the eager chain, the default variant stored / not, the late-gates choice and the layout flipped without PDL
   few,   // the eager chain, the default variant, one forced variant (flipped, not stored, no PDL, the other layout)
 };
@@ -116,6 +118,11 @@ inline std::vector<Launch> launches(Coverage c, const gpu::BoundaryBase& b, std:
     for (bool store : {true, false})
       for (bool late_gates : {false, true})
         for (bool pdl : {false, true}) l.push_back({Impl::fused, store, Variant{sd, store, late_gates, pdl, layout}});
+  for (bool store : {true, false})
+    for (bool late_gates : {false, true})
+      for (bool pdl : {false, true})
+        l.push_back({Impl::fused, store,
+                     Variant{sd, store, late_gates, pdl, gpu::Layout::cluster, gpu::ClusterPlacement::balanced}});
   return l;
 }
 
@@ -125,13 +132,16 @@ struct Step {
   Coverage coverage;
 };
 
-// The m: 1, 2, the last of one wave of the cluster layout's clusters and the next (124
-// and 125 on an H100: the dispatch's switch from cluster to cta), the three around
-// the SM count (131, 132, 133: the dispatch's switch back to cluster above it), 1000 and 4096
-// (more rows than one wave of CTAs); the full matrix on the smallest and just above the SM count.
+// The m: 1, 2, the last of one wave of the cluster layout's clusters placed spread and
+// the next (124 and 125 on an H100: the dispatch's switch to balanced), the same placed balanced
+// (132 and 133 on an H100: where the dispatch would leave the cluster layout but for the SM
+// count), the three around the SM count (131, 132, 133: the second cluster window above it),
+// 1000 and 4096 (more rows than one wave of CTAs); the full matrix on the smallest and just above
+// the SM count.
 inline std::vector<Step> standard_steps(const gpu::BoundaryBase& b, std::int64_t max_m, std::int64_t first_for_1000) {
-  const int sm = b.sm_count(), wave = b.max_active_clusters();  // where the dispatch changes layout
-  std::set<std::int64_t> ms = {1, 2, wave, wave + 1, 131, 132, 133, sm - 1, sm, sm + 1, 1000, kRows};
+  const int sm = b.sm_count(), wave = b.max_active_clusters();  // where the dispatch changes variant
+  const int balanced = b.max_active_clusters(gpu::ClusterPlacement::balanced);
+  std::set<std::int64_t> ms = {1, 2, wave, wave + 1, balanced, balanced + 1, 131, 132, 133, sm - 1, sm, sm + 1, 1000, kRows};
   std::vector<Step> steps;
   for (std::int64_t m : ms) {
     if (m < 1 || m > max_m) continue;
@@ -173,8 +183,16 @@ inline void check_steps(Subject& s, const HostRows& host, const DeviceRows& rows
   for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) {
     const Expected want = emulate(s, host, sd, rows_needed(steps));
     for (const Step& step : steps) {
-      // The dispatcher loads the gates early at every m (late gates stay a variant, launched below).
-      CHECK_FALSE(s.fused.variant_for(step.m, sd, true).late_gates);
+      // The dispatcher loads the gates early at every m (late gates stay a variant, launched below),
+      // and places the cluster layout's rows balanced only where spread would not hold them in one
+      // wave (docs/kernels.md).
+      const Variant natural = s.fused.variant_for(step.m, sd, true);
+      CHECK_FALSE(natural.late_gates);
+      const bool past_spread_wave = step.m > s.fused.max_active_clusters();
+      const bool in_balanced_wave = step.m <= s.fused.max_active_clusters(gpu::ClusterPlacement::balanced);
+      CHECK_MESSAGE((natural.placement == gpu::ClusterPlacement::balanced) ==
+                        (natural.layout == gpu::Layout::cluster && past_spread_wave && in_balanced_wave),
+                    "m = " << step.m << ": " << describe(natural));
       for (const Launch& l : launches(step.coverage, s.fused, step.m, sd))
         check_launch(s, rows, host.label, want, sd, step, l, bench, data_name);
     }

@@ -27,7 +27,8 @@ using cli::StageValues;
 
 constexpr std::uint64_t kSuiteSeed = 1;
 constexpr GateVariant::Layout kAllReduceLayouts[] = {GateVariant::Layout::pair, GateVariant::Layout::quad,
-                                                     GateVariant::Layout::cluster};
+                                                     GateVariant::Layout::cluster,
+                                                     GateVariant::Layout::cluster_balanced};
 
 // The edge suite (level 1, F32 stream) of constants c: as its branch (R = 1) or as R = 3 partials.
 struct Case {

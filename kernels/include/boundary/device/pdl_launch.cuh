@@ -11,17 +11,24 @@ namespace boundary::dev {
 // With pdl, the kernel may start while the previous kernel in the stream still runs (until its
 // griddepcontrol.wait). cudaLaunchKernelEx returns this launch's own error, never one left over
 // from an earlier call. shared_bytes: the dynamic shared memory of each CTA; cluster_ctas: CTAs
-// per cluster (1: no clusters, or those of the kernel's __cluster_dims__).
+// per cluster (1: no clusters, or those of the kernel's __cluster_dims__); placement: how the
+// hardware places a cluster's CTAs on SMs (cudaClusterSchedulingPolicyDefault: no attribute, the
+// driver's choice).
 template <class... Params, class... Args>
-cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster_ctas,
-                               std::size_t shared_bytes, bool pdl, cudaStream_t stream, Args... args) {
+cudaError_t launch_pdl_placed(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster_ctas,
+                              std::size_t shared_bytes, cudaClusterSchedulingPolicy placement, bool pdl,
+                              cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
-  cudaLaunchAttribute attribute[2]{};
+  cudaLaunchAttribute attribute[3]{};
   unsigned n = 0;
+  if (placement != cudaClusterSchedulingPolicyDefault) {
+    attribute[n].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+    attribute[n++].val.clusterSchedulingPolicyPreference = placement;
+  }
   if (pdl) {
     attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute[n++].val.programmaticStreamSerializationAllowed = 1;
@@ -35,6 +42,13 @@ cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block,
   config.attrs = attribute;
   config.numAttrs = n;
   return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+template <class... Params, class... Args>
+cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster_ctas,
+                               std::size_t shared_bytes, bool pdl, cudaStream_t stream, Args... args) {
+  return launch_pdl_placed(kernel, grid, block, cluster_ctas, shared_bytes, cudaClusterSchedulingPolicyDefault, pdl,
+                           stream, args...);
 }
 
 template <class... Params, class... Args>

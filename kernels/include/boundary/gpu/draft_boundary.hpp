@@ -75,6 +75,14 @@ enum class Layout : std::uint8_t { cta, cluster, pair, quad };
 inline constexpr Layout kAllLayouts[] = {Layout::cta, Layout::cluster, Layout::pair, Layout::quad};
 const char* layout_name(Layout);
 
+// Where the hardware places the cluster layout's clusters (its launch's cluster scheduling policy;
+// the kernel, its grid and which CTA computes which row are the same, and so are the bits): spread,
+// each cluster's 8 CTAs on 8 SMs (124 clusters resident at once on an H100: 8 of its 132 SMs take
+// none); balanced (CUDA's load balancing), CTAs of a cluster may share an SM, and every SM takes
+// clusters (132 resident on an H100). The other layouts ignore it.
+enum class ClusterPlacement : std::uint8_t { spread, balanced };
+const char* placement_name(ClusterPlacement);
+
 // Where the persistent layouts hand their rows out at run time instead of dividing them
 // statically: above this many rows a resident CTA (the cta layout, by the stream's dtype) or a
 // resident cluster (the all-reduce boundary's quad, R partials); 0: never. The bits never depend
@@ -101,6 +109,7 @@ struct Variant {
   bool late_gates = false;
   bool pdl = true;
   Layout layout = Layout::cta;
+  ClusterPlacement placement = ClusterPlacement::spread;
 };
 
 // Device memory owned by the caller of run(branch, stream, cuda_stream).
@@ -140,16 +149,20 @@ class BoundaryBase {
   // The same, throwing InputError that names the tensor and what was expected; outputs too.
   void check(const TensorView& branch, const TensorView& stream, const Outputs& outputs) const;
 
-  // The variant a launch of m rows uses: early gates, the layout from layout_for(m). Virtual:
+  // The variant a launch of m rows uses: early gates, the layout from layout_for(m), the cluster
+  // layout's rows placed balanced where only that placement holds them in one wave. Virtual:
   // the all-reduce boundary has its own, and a call through BoundaryBase& must pick the object's.
   virtual Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
   // The faster layout for m rows on this device, as boundary_gpu_bench measured it on the H200 and
   // an H100: docs/benchmarks.md has every layout at each m.
   Layout layout_for(std::int64_t m) const;
   int sm_count() const { return sm_count_; }
-  // Clusters of the DraftBoundary's cluster layout (one rank) resident at once on this device:
-  // one wave of its rows, where layout_for leaves it.
-  int max_active_clusters() const { return max_active_clusters_; }
+  // Clusters of the DraftBoundary's cluster layout (one rank) resident at once on this device,
+  // placed so: one wave of its rows. layout_for leaves the layout above the balanced wave, and
+  // variant_for places the rows balanced between the two.
+  int max_active_clusters(ClusterPlacement placement = ClusterPlacement::spread) const {
+    return placement == ClusterPlacement::spread ? max_active_clusters_ : max_balanced_clusters_;
+  }
   const HandoutThresholds& handout_thresholds() const { return handout_; }
   // Throws InputError naming the field when one is negative.
   void set_handout_thresholds(const HandoutThresholds& t);
@@ -165,6 +178,7 @@ class BoundaryBase {
   int device_ = 0;
   int sm_count_ = 0;
   int max_active_clusters_ = 0;
+  int max_balanced_clusters_ = 0;
   HandoutThresholds handout_;
   std::shared_ptr<detail::RowCounter> row_counter_;
 

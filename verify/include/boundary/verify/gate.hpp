@@ -23,7 +23,8 @@ namespace boundary::cli {
 // One GPU implementation the gate runs. Names: "eager", "graph", and the fused kernel's
 // "<f32|bf16>-<store|nostore>-<early|late>-<pdl|nopdl>" in its cta layout (e.g.
 // "f32-store-early-pdl") and the same with "-cluster", "-pair" or "-quad" in those layouts
-// (boundary::gpu::Layout).
+// (boundary::gpu::Layout), and "-cluster-balanced": the cluster layout placed balanced
+// (boundary::gpu::ClusterPlacement; "-cluster" is placed spread).
 // all_reduce: the fused all-reduce boundary with the suite's branch as its one rank partial
 // (contract section 7: one rank passes P_0 unchanged, so it owes the same bits as the others), or
 // on the bound rows' rank partials when they have them (the self-test's); its layout and late
@@ -35,7 +36,8 @@ namespace boundary::cli {
 // external: the command of --implementation (external.hpp), the gate's only implementation then.
 struct GateVariant {
   enum class Kind { eager, fused, graph, all_reduce, multi_process, external };
-  enum class Layout { cta, cluster, pair, quad };  // boundary::gpu::Layout, without the GPU headers
+  // boundary::gpu::Layout, without the GPU headers; cluster_balanced: the cluster layout placed balanced
+  enum class Layout { cta, cluster, pair, quad, cluster_balanced };
   std::string name;
   Kind kind = Kind::fused;
   std::optional<StreamDtype> stream;  // fused: the stream dtype it is compiled for; else any
@@ -46,12 +48,13 @@ struct GateVariant {
   bool runs_on(StreamDtype suite_stream) const { return !stream || *stream == suite_stream; }
 };
 
-// A layout's name: "cta", "cluster", "pair", "quad".
+// A layout's name: "cta", "cluster", "pair", "quad", "cluster-balanced".
 const char* layout_word(GateVariant::Layout);
 inline constexpr GateVariant::Layout kGateLayouts[] = {GateVariant::Layout::cta, GateVariant::Layout::cluster,
-                                                        GateVariant::Layout::pair, GateVariant::Layout::quad};
+                                                        GateVariant::Layout::pair, GateVariant::Layout::quad,
+                                                        GateVariant::Layout::cluster_balanced};
 
-// Every implementation, in report order: eager, the 64 fused variants (16 per layout), graph, all-reduce.
+// Every implementation, in report order: eager, the 80 fused variants (16 per layout), graph, all-reduce.
 std::vector<GateVariant> all_gate_variants();
 // The implementations only a name selects ("multi-process").
 std::vector<GateVariant> named_only_gate_variants();
