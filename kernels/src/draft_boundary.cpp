@@ -150,8 +150,8 @@ const char* placement_name(ClusterPlacement p) {
 // 2.34, 32 2.44 / 2.48, 48 2.78 / 2.70, 64 3.47 / 3.04, 96 4.07 / 4.10, 112 4.21 / 4.36, 124 4.79
 // / 4.45, 128 5.55 / 4.49, 132 5.71 / 4.66 (cta 5.05), 136 5.85 / 5.71, 160 6.38 / 6.36, 198
 // 7.35 / 7.25, 264 9.58 / 8.75; the BF16 stream, dispatched, 1 to 6% slower balanced at 80 ..
-// 112 and 160 .. 198. Which m gains within a wave follows where the clusters land, not a rule
-// found so far; the wave is one.
+// 112 and 160 .. 198. Within a wave, which m gains follows where the clusters land (no rule
+// found); whether the rows fit one wave is the rule that holds.
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
   const Layout layout = layout_for(m);
   const bool balanced = layout == Layout::cluster && m > max_active_clusters_ && m <= max_balanced_clusters_;
