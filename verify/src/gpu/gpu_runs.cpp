@@ -115,8 +115,11 @@ GpuRun run_on_gpu(const Constants& constants, const BoundTensors& bound, bool st
   return r;
 }
 
+// The layout as the gate spells it: "cluster-balanced" for the cluster layout placed balanced.
 std::string variant_metadata(const gpu::Variant& v) {
-  return boundary::variant_metadata(v.stream, v.store_stream, v.late_gates, v.pdl, gpu::layout_name(v.layout));
+  std::string layout = gpu::layout_name(v.layout);
+  if (v.layout == gpu::Layout::cluster && v.placement == gpu::ClusterPlacement::balanced) layout += "-balanced";
+  return boundary::variant_metadata(v.stream, v.store_stream, v.late_gates, v.pdl, layout);
 }
 
 std::optional<report::GpuInfo> gpu_info() {
