@@ -142,9 +142,7 @@ inline cudaError_t resident_clusters(ClusterPlacement placement, int* clusters) 
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(kClusterCtas);
   config.blockDim = dim3(kClusterThreads);
-  cudaLaunchAttribute policy{};
-  policy.id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-  policy.val.clusterSchedulingPolicyPreference = scheduling_policy(placement);
+  cudaLaunchAttribute policy = placement_attribute(scheduling_policy(placement));
   config.attrs = &policy;
   config.numAttrs = 1;
   return cudaOccupancyMaxActiveClusters(clusters, cluster_kernel_for<true, NoIntermediates>(Variant{}), &config);

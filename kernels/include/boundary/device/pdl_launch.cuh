@@ -8,6 +8,15 @@
 
 namespace boundary::dev {
 
+// The launch attribute that asks for a cluster scheduling policy (also what an occupancy query
+// of clusters so placed passes).
+inline cudaLaunchAttribute placement_attribute(cudaClusterSchedulingPolicy placement) {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+  a.val.clusterSchedulingPolicyPreference = placement;
+  return a;
+}
+
 // With pdl, the kernel may start while the previous kernel in the stream still runs (until its
 // griddepcontrol.wait). cudaLaunchKernelEx returns this launch's own error, never one left over
 // from an earlier call. shared_bytes: the dynamic shared memory of each CTA; cluster_ctas: CTAs
@@ -25,10 +34,7 @@ cudaError_t launch_pdl_placed(void (*kernel)(Params...), dim3 grid, dim3 block, 
   config.stream = stream;
   cudaLaunchAttribute attribute[3]{};
   unsigned n = 0;
-  if (placement != cudaClusterSchedulingPolicyDefault) {
-    attribute[n].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-    attribute[n++].val.clusterSchedulingPolicyPreference = placement;
-  }
+  if (placement != cudaClusterSchedulingPolicyDefault) attribute[n++] = placement_attribute(placement);
   if (pdl) {
     attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute[n++].val.programmaticStreamSerializationAllowed = 1;
