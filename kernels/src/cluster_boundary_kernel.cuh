@@ -10,6 +10,7 @@
 
 #include "all_reduce_launch.hpp"
 
+#include <boundary/device/bulk_copy.cuh>
 #include <boundary/device/cluster_row_sum.cuh>
 #include <boundary/device/fragment_stages.cuh>
 #include <boundary/device/pdl_launch.cuh>
@@ -45,14 +46,71 @@ __device__ __forceinline__ void load_branch_fragment(const AllReduceParams& a, s
   }
 }
 
+// The R-rank build's gates and weights as loaded, in shared memory: each thread copies its own
+// columns' before the PDL wait (copy_16_to_shared, no register held while the R partials are in
+// flight) and reads them once the partials are summed. [half][thread]: a warp's 16-byte reads
+// are conflict-free. Held in registers across the partials' loads, they took the R-rank build to
+// 92 registers, 5 CTAs an SM (waves of 77 / 82 rows on an H100); without them it fits 8, one wave
+// holds as many rows as the one-rank build's (124 / 132), and the all-reduce boundary at m = 132
+// took 6.60 us instead of 7.91 (docs/benchmarks.md, with what it costs at small m). The copies
+// go through L1: CTAs of other rows on the SM copy the same columns (through L2 only, 1.4x
+// slower at m = 96 to 148 on an H100).
+struct SharedGates {
+  uint4 alpha[2][kClusterThreads], beta[2][kClusterThreads];
+  uint4 post_weight[2][kClusterThreads], pre_weight[2][kClusterThreads];
+};
+struct NoSharedGates {};  // the one-rank build keeps its gates in registers
+
+__device__ __forceinline__ void copy_weight(const NormArgs& n, int c, uint4 (&w)[2][kClusterThreads]) {
+  if (!has_weight(n)) return;
+  if (n.kind == WeightKind::fp32) {
+    copy_16_to_shared(&w[0][threadIdx.x], static_cast<const float*>(n.weight) + c);
+    copy_16_to_shared(&w[1][threadIdx.x], static_cast<const float*>(n.weight) + c + 4);
+  } else {
+    copy_16_to_shared(&w[0][threadIdx.x], static_cast<const std::uint16_t*>(n.weight) + c);
+  }
+}
+
+// What load_gates loads for the fragment at `column`, copied into sg (late: see gate_column).
+__device__ __forceinline__ void copy_gates(const BoundaryParams& p, int column, bool late, SharedGates& sg) {
+  const int c = gate_column(column, late);
+  copy_16_to_shared(&sg.alpha[0][threadIdx.x], p.alpha + c);
+  copy_16_to_shared(&sg.alpha[1][threadIdx.x], p.alpha + c + 4);
+  copy_16_to_shared(&sg.beta[0][threadIdx.x], p.beta + c);
+  copy_16_to_shared(&sg.beta[1][threadIdx.x], p.beta + c + 4);
+  copy_weight(p.post, c, sg.post_weight);
+  copy_weight(p.pre, c, sg.pre_weight);
+  copies_commit();
+}
+
+__device__ __forceinline__ void read_f32x8_halves(const uint4 (&h)[2][kClusterThreads], float (&v)[kVec]) {
+  const uint4 a = h[0][threadIdx.x], b = h[1][threadIdx.x];
+  const std::uint32_t w[kVec] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) v[i] = __uint_as_float(w[i]);
+}
+
+__device__ __forceinline__ WeightFragment read_weight(const NormArgs& n, const uint4 (&w)[2][kClusterThreads]) {
+  return {w[0][threadIdx.x], n.kind == WeightKind::fp32 ? w[1][threadIdx.x] : uint4{}};
+}
+
+// The gates copy_gates copied, once landed, into g as load_gates would have loaded them.
+__device__ __forceinline__ void read_gates(const BoundaryParams& p, const SharedGates& sg, Gates<1>& g) {
+  copies_wait_all();
+  read_f32x8_halves(sg.alpha, g.alpha[0]);
+  read_f32x8_halves(sg.beta, g.beta[0]);
+  if (has_weight(p.post)) gamma(p.post, read_weight(p.post, sg.post_weight), g.post_gamma[0]);
+  if (has_weight(p.pre)) gamma(p.pre, read_weight(p.pre, sg.pre_weight), g.pre_gamma[0]);
+}
+
 __device__ __forceinline__ void store_cluster_row_value(float* p, std::int64_t row, float v) {
   if (p && blockIdx.x % kClusterCtas == 0 && threadIdx.x == 0) p[row] = v;
 }
 
-// Registers capped for 8 resident CTAs per SM with one rank (64 a thread) and 4 with R (the
-// partials' registers); ptxas spills nothing.
+// Registers capped for 8 resident CTAs per SM (64 a thread); ptxas spills nothing in either
+// build (the R-rank build's gates wait in shared memory: SharedGates).
 template <bool kStreamF32, bool kStore, bool kOneRank, class Intermediates>
-__global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterThreads, kOneRank ? 8 : 4)
+__global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterThreads, 8)
     cluster_boundary_kernel(const AllReduceParams a, const Intermediates d) {
   constexpr bool kDebug = !std::is_same_v<Intermediates, NoIntermediates>;
   __shared__ ClusterSumScratch<kClusterCtas> post_sum, pre_sum;
@@ -64,12 +122,18 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
                                                             static_cast<int>(threadIdx.x))};
   const std::size_t at = static_cast<std::size_t>(row) * kH + column[0];
   Gates<1> g;
-  if (!p.late_gates) load_gates(p.alpha, p.beta, p.post, p.pre, column, false, g);  // overlaps the previous grid's tail
+  __shared__ std::conditional_t<kOneRank, NoSharedGates, SharedGates> shared_gates;
+  const auto fetch_gates = [&](bool late) {
+    if constexpr (kOneRank) load_gates(p.alpha, p.beta, p.post, p.pre, column, late, g);
+    else copy_gates(p, column[0], late, shared_gates);
+  };
+  if (!p.late_gates) fetch_gates(false);  // overlaps the previous grid's tail
   pdl_wait();
   pdl_launch_dependents();
-  if (p.late_gates) load_gates(p.alpha, p.beta, p.post, p.pre, column, true, g);
+  if (p.late_gates) fetch_gates(true);
   float x[1][kVec], s[1][kVec];
   load_branch_fragment<kOneRank>(a, at, x[0]);
+  if constexpr (!kOneRank) read_gates(p, shared_gates, g);  // the partials summed: their registers free
   load_stream<kStreamF32>(p.stream, at, s[0]);
   cluster_wait();  // every CTA of the cluster has started: its shared memory may be stored into
 
@@ -137,15 +201,16 @@ cudaError_t prepare_cluster_rows(const Variant& v) {
   return cudaFuncGetAttributes(&attributes, cluster_kernel_for<kOneRank, Intermediates>(v));
 }
 
-// Clusters resident at once (the width of one wave), one rank, F32 stream stored, so placed.
-inline cudaError_t resident_clusters(ClusterPlacement placement, int* clusters) {
+// Clusters resident at once (the width of one wave), F32 stream stored, so placed.
+template <bool kOneRank>
+cudaError_t resident_clusters(ClusterPlacement placement, int* clusters) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(kClusterCtas);
   config.blockDim = dim3(kClusterThreads);
   cudaLaunchAttribute policy = placement_attribute(scheduling_policy(placement));
   config.attrs = &policy;
   config.numAttrs = 1;
-  return cudaOccupancyMaxActiveClusters(clusters, cluster_kernel_for<true, NoIntermediates>(Variant{}), &config);
+  return cudaOccupancyMaxActiveClusters(clusters, cluster_kernel_for<kOneRank, NoIntermediates>(Variant{}), &config);
 }
 
 // The DraftBoundary's branch as the one rank partial of the cluster kernel.

@@ -46,10 +46,7 @@ BoundaryBase::BoundaryBase(const Constants& constants, const Operands& operands)
     : constants_(constants), operands_(operands) {
   cuda_check(cudaGetDevice(&device_), "cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_), "cudaDeviceGetAttribute");
-  cuda_check(detail::max_active_clusters(ClusterPlacement::spread, &max_active_clusters_),
-             "cudaOccupancyMaxActiveClusters");
-  cuda_check(detail::max_active_clusters(ClusterPlacement::balanced, &max_balanced_clusters_),
-             "cudaOccupancyMaxActiveClusters");
+  query_waves(true);
   require(operands.alpha, "alpha", {Dtype::f32}, {kH}, 32);
   require(operands.beta, "beta", {Dtype::f32}, {kH}, 32);
   check_weight(constants.post, operands.post_weight, "post_weight");
@@ -152,11 +149,21 @@ const char* placement_name(ClusterPlacement p) {
 // 7.35 / 7.25, 264 9.58 / 8.75; the BF16 stream, dispatched, 1 to 6% slower balanced at 80 ..
 // 112 and 160 .. 198. Within a wave, which m gains follows where the clusters land (no rule
 // found); whether the rows fit one wave is the rule that holds.
+ClusterPlacement BoundaryBase::placement_for(std::int64_t m, Layout layout) const {
+  const bool balanced = layout == Layout::cluster && m > max_active_clusters_ && m <= max_balanced_clusters_;
+  return balanced ? ClusterPlacement::balanced : ClusterPlacement::spread;
+}
+
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
   const Layout layout = layout_for(m);
-  const bool balanced = layout == Layout::cluster && m > max_active_clusters_ && m <= max_balanced_clusters_;
-  return Variant{stream, store_stream, false, pdl, layout,
-                 balanced ? ClusterPlacement::balanced : ClusterPlacement::spread};
+  return Variant{stream, store_stream, false, pdl, layout, placement_for(m, layout)};
+}
+
+void BoundaryBase::query_waves(bool one_rank) {
+  cuda_check(detail::max_active_clusters(ClusterPlacement::spread, one_rank, &max_active_clusters_),
+             "cudaOccupancyMaxActiveClusters");
+  cuda_check(detail::max_active_clusters(ClusterPlacement::balanced, one_rank, &max_balanced_clusters_),
+             "cudaOccupancyMaxActiveClusters");
 }
 
 // From boundary_gpu_bench on the H200 (2026-12-04 18:05 UTC, F32 stream stored, us; each layout

@@ -12,8 +12,8 @@ cudaError_t launch_draft_boundary(const BoundaryParams& p, std::int64_t m, const
 
 cudaError_t prepare_draft_boundary(const Variant& v) { return prepare_layout<NoIntermediates>(v); }
 
-cudaError_t max_active_clusters(ClusterPlacement placement, int* clusters) {
-  return resident_clusters(placement, clusters);
+cudaError_t max_active_clusters(ClusterPlacement placement, bool one_rank, int* clusters) {
+  return one_rank ? resident_clusters<true>(placement, clusters) : resident_clusters<false>(placement, clusters);
 }
 
 cudaError_t launch_all_reduce_boundary(const AllReduceParams& p, std::int64_t m, const Variant& v, cudaStream_t s) {

@@ -31,9 +31,10 @@ struct BoundaryParams {
 // Fused DraftBoundary, m rows in v's layout.
 cudaError_t launch_draft_boundary(const BoundaryParams& p, std::int64_t m, const Variant& v, cudaStream_t s);
 cudaError_t prepare_draft_boundary(const Variant& v);
-// Clusters of the cluster layout resident at once on this device (one rank, F32 stream stored),
-// placed so: one wave of its rows.
-cudaError_t max_active_clusters(ClusterPlacement placement, int* clusters);
+// Clusters of the cluster layout resident at once on this device (F32 stream stored; the one-rank
+// build, the DraftBoundary's, or the R-rank build, the all-reduce boundary's), placed so: one wave
+// of its rows.
+cudaError_t max_active_clusters(ClusterPlacement placement, bool one_rank, int* clusters);
 
 // The eager chain's kernels.
 cudaError_t launch_norm(const std::uint16_t* in, std::uint16_t* out, const dev::NormArgs& n, std::int64_t m,

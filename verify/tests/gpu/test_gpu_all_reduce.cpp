@@ -145,20 +145,27 @@ void check_path(AllReduceSubject& s, const DevicePartials& d, const ExpectedAllR
   expect_untouched(context, "new_stream", ns.subspan(elements(m)));
 }
 
-// Every path, both stream dtypes, the m of the issue; the full variant matrix of the fused
-// kernel at m = 1 and on the first late-gates m.
+// Every path, both stream dtypes, the m of the issue and both waves of the R-rank cluster build
+// (the last row of each and the next: where the dispatch places balanced, and where it stops);
+// the full variant matrix of the fused kernel at m = 1 and just past the spread wave.
 void check_all_paths(AllReduceSubject& s, const HostPartials& h, std::int64_t max_m, const Bench& bench,
                      const std::string& data_name) {
   const DevicePartials d(h);
   const DeviceBuffer branch(bytes16(kRows));
   const int wave = s.fused.max_active_clusters();
-  std::set<std::int64_t> ms = {1, 131, 132, 133, wave, wave + 1, kRows};
+  const int balanced = s.fused.max_active_clusters(gpu::ClusterPlacement::balanced);
+  std::set<std::int64_t> ms = {1, 131, 132, 133, wave, wave + 1, balanced, balanced + 1, kRows};
   for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) {
     const std::int64_t rows = std::min<std::int64_t>(max_m, kRows);
     const ExpectedAllReduce want = emulate_all_reduce(s.base, h, sd, rows);
     for (std::int64_t m : ms) {
       if (m < 1 || m > rows) continue;
-      CHECK_FALSE(s.fused.variant_for(m, sd, true).late_gates);  // early gates at every m
+      const Variant natural = s.fused.variant_for(m, sd, true);
+      CHECK_FALSE(natural.late_gates);  // early gates at every m
+      // Balanced exactly where it holds the rows in one wave and spread does not (docs/kernels.md).
+      CHECK_MESSAGE((natural.placement == gpu::ClusterPlacement::balanced) ==
+                        (natural.layout == gpu::Layout::cluster && m > wave && m <= balanced),
+                    "m = " << m << ": " << describe(natural));
       const std::int64_t first = m == 1 ? 7 : 0;
       for (Path p : {Path::fused, Path::then_eager, Path::then_draft})
         for (bool store : {true, false}) check_path(s, d, want, sd, m, first, p, store, std::nullopt, bench, branch, data_name);
@@ -176,11 +183,14 @@ void check_all_paths(AllReduceSubject& s, const HostPartials& h, std::int64_t ma
       }
       if (m != 1 && m != wave + 1) continue;
       for (gpu::Layout layout : {gpu::Layout::cluster, gpu::Layout::pair, gpu::Layout::quad})
-        for (bool store : {true, false})
-          for (bool late : {false, true})
-            for (bool pdl : {false, true})
-              check_path(s, d, want, sd, m, first, Path::fused, store, Variant{sd, store, late, pdl, layout}, bench, branch,
-                         data_name);
+        for (gpu::ClusterPlacement placement : {gpu::ClusterPlacement::spread, gpu::ClusterPlacement::balanced}) {
+          if (layout != gpu::Layout::cluster && placement == gpu::ClusterPlacement::balanced) continue;
+          for (bool store : {true, false})
+            for (bool late : {false, true})
+              for (bool pdl : {false, true})
+                check_path(s, d, want, sd, m, first, Path::fused, store, Variant{sd, store, late, pdl, layout, placement},
+                           bench, branch, data_name);
+        }
     }
   }
 }

@@ -1,6 +1,7 @@
 // Asynchronous bulk copies from global into shared memory (the Hopper copy engine behind
 // cp.async.bulk) and the shared-memory barriers that say when one has landed: what lets a CTA
-// keep several rows in flight without a register for any of their bytes. One PTX instruction a
+// keep several rows in flight without a register for any of their bytes; and a thread's own
+// 16-byte copies (cp.async), for the same reason. One PTX instruction a
 // function. Shared-memory operands are taken as generic pointers into this CTA's shared memory.
 #pragma once
 
@@ -50,6 +51,20 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                "l"(src), "r"(bytes), "r"(shared_address(bar))
                : "memory");
 }
+
+// Copies 16 bytes at src (global, 16-byte aligned) into this CTA's shared memory at dst, cached in
+// L1 on the way (.ca: other CTAs on the SM that copy the same bytes find them there), without a
+// register: a per-thread copy, landed for this thread after copies_wait_all. For a thread's own
+// few pieces, where a bulk copy's barrier would cost more.
+__device__ __forceinline__ void copy_16_to_shared(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(shared_address(dst)), "l"(src) : "memory");
+}
+
+// Closes this thread's copy_16_to_shared copies issued so far into one group.
+__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Waits until every group of this thread's copies has landed; their bytes are then visible to it.
+__device__ __forceinline__ void copies_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // The address of p (in this CTA's shared memory) in the shared memory of the cluster's CTA `rank`.
 __device__ __forceinline__ std::uint32_t cluster_shared_address(const void* p, std::uint32_t rank) {

@@ -157,9 +157,10 @@ class BoundaryBase {
   // an H100: docs/benchmarks.md has every layout at each m.
   Layout layout_for(std::int64_t m) const;
   int sm_count() const { return sm_count_; }
-  // Clusters of the DraftBoundary's cluster layout (one rank) resident at once on this device,
-  // placed so: one wave of its rows. layout_for leaves the layout above the balanced wave, and
-  // variant_for places the rows balanced between the two.
+  // Clusters of this object's cluster layout resident at once on this device, placed so: one
+  // wave of its rows (the DraftBoundary's one-rank build; the all-reduce boundary's R-rank build).
+  // layout_for leaves the layout above the balanced wave, and variant_for places the rows balanced
+  // between the two.
   int max_active_clusters(ClusterPlacement placement = ClusterPlacement::spread) const {
     return placement == ClusterPlacement::spread ? max_active_clusters_ : max_balanced_clusters_;
   }
@@ -172,6 +173,12 @@ class BoundaryBase {
   // The kernel parameters of one launch: the tensors, the constants and operands, the SM count
   // and the row counter with a fresh tag.
   detail::BoundaryParams boundary_params(const TensorView& branch, const TensorView& stream, const Outputs& outputs) const;
+  // Asks the device for the two waves of the cluster layout's one-rank or R-rank build
+  // (max_active_clusters); throws CudaError.
+  void query_waves(bool one_rank);
+  // Balanced for the cluster layout's rows exactly where that placement holds them in one wave
+  // and spread would not; spread otherwise (draft_boundary.cpp has the measurements).
+  ClusterPlacement placement_for(std::int64_t m, Layout layout) const;
 
   Constants constants_;
   Operands operands_;
