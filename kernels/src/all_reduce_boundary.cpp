@@ -75,10 +75,10 @@ void AllReduceBoundary::check(std::span<const TensorView> partials, const Tensor
 // / pair / quad): m = 1 1.96 / 4.31 / 3.76, 132 7.49 / 8.32 / 10.76, 160 10.48 / 12.76 / 11.32,
 // 200 12.61 / 18.86 / 14.62, 264 18.70 / 22.03 / 19.06, 1024 65.30 / 75.59 / 58.64, 8192 490.36 /
 // 537.54 / 422.19: cluster up to twice the SM count, quad above. The cluster layout's rows are
-// placed as the DraftBoundary's, by the R-rank build's own waves (placement_for): balanced only
-// between them (125 .. 132 on an H100, where its build fits 8 CTAs an SM since 2026-12-06; H100,
-// boundary_gpu_bench --ranks 8, two runs a build alternating, main / this, us: m = 128 7.77 /
-// 6.51, 132 7.91 / 6.60, 124 (spread in both) 7.61 / 7.17).
+// placed by the DraftBoundary's rule (placement_for) on the R-rank build's own waves: balanced
+// only between them, 125 .. 132 on an H100, where its 8-CTA build measured the same either way
+// (2026-12-06 about 16:14 UTC, R = 8, us, balanced / spread: m = 125 6.43 / 6.41, 128 6.46 /
+// 6.46, 132 6.56 / 6.55); one rule for both boundaries rather than an exception.
 Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
   const Layout layout = m <= 2 * static_cast<std::int64_t>(sm_count_) ? Layout::cluster : Layout::quad;
   // Early gates: see BoundaryBase::variant_for.

@@ -50,11 +50,11 @@ __device__ __forceinline__ void load_branch_fragment(const AllReduceParams& a, s
 // columns' before the PDL wait (copy_16_to_shared, no register held while the R partials are in
 // flight) and reads them once the partials are summed. [half][thread]: a warp's 16-byte reads
 // are conflict-free. Held in registers across the partials' loads, they took the R-rank build to
-// 92 registers, 5 CTAs an SM (waves of 77 / 82 rows on an H100); without them it fits 8, one wave
-// holds as many rows as the one-rank build's (124 / 132), and the all-reduce boundary at m = 132
-// took 6.60 us instead of 7.91 (docs/benchmarks.md, with what it costs at small m). The copies
-// go through L1: CTAs of other rows on the SM copy the same columns (through L2 only, 1.4x
-// slower at m = 96 to 148 on an H100).
+// 92 registers, 5 CTAs an SM (a wave of at most 82 rows on an H100); without them it fits 8, one
+// wave holds as many rows as the one-rank build's (124 spread, 132 balanced), and the all-reduce
+// boundary at m = 132 took 6.60 us instead of 7.91 (docs/benchmarks.md, with what it costs at
+// small m). The copies go through L1, where CTAs of other rows on the SM find the same columns:
+// through L2 only (.cg) the build was 1.1x to 1.6x slower than the one before at every m.
 struct SharedGates {
   uint4 alpha[2][kClusterThreads], beta[2][kClusterThreads];
   uint4 post_weight[2][kClusterThreads], pre_weight[2][kClusterThreads];
