@@ -71,16 +71,8 @@ void AllReduceBoundary::check(std::span<const TensorView> partials, const Tensor
   check_stream_and_outputs(stream, outputs, partials[0].shape);
 }
 
-// From boundary_gpu_bench on the H200 (2026-12-04 18:05 UTC, R = 8, F32 stream stored, us; cluster
-// / pair / quad): m = 1 1.96 / 4.31 / 3.76, 132 7.49 / 8.32 / 10.76, 160 10.48 / 12.76 / 11.32,
-// 200 12.61 / 18.86 / 14.62, 264 18.70 / 22.03 / 19.06, 1024 65.30 / 75.59 / 58.64, 8192 490.36 /
-// 537.54 / 422.19: cluster up to twice the SM count, quad above. The cluster layout's rows are
-// placed by the DraftBoundary's rule (placement_for) on the R-rank build's own waves: balanced
-// only between them, 125 .. 132 on an H100, where its 8-CTA build measured the same either way
-// (2026-12-06 about 16:14 UTC, R = 8, us, balanced / spread: m = 125 6.43 / 6.41, 128 6.46 /
-// 6.46, 132 6.56 / 6.55); one rule for both boundaries rather than an exception.
 Variant AllReduceBoundary::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
-  const Layout layout = m <= 2 * static_cast<std::int64_t>(sm_count_) ? Layout::cluster : Layout::quad;
+  const Layout layout = all_reduce_layout(m, sm_count_);
   // Early gates: see BoundaryBase::variant_for.
   return Variant{stream, store_stream, false, pdl, layout, placement_for(m, layout)};
 }

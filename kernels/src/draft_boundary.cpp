@@ -139,19 +139,8 @@ const char* placement_name(ClusterPlacement p) {
 // H100 (another call), the cluster layout at m = 160 6.76 / 6.37, the all-reduce boundary's
 // cluster layout (R = 8) at m = 160 / 200 / 264 11.09 / 10.41, 15.64 / 15.21, 21.88 / 21.26. A
 // CTA loaded early takes its gates while the previous grid ends instead of beside its rows.
-//
-// The cluster layout's rows are placed balanced exactly where that holds them in one wave and
-// spread would not (m = 125 .. 132 on an H100); elsewhere spread, measured as fast or faster:
-// H100, 2026-12-06 about 13:20 UTC, boundary_gpu_bench --ranks 8, the cluster layout forced,
-// three runs a placement alternating, F32 stream stored, spread / balanced, us: m = 24 2.25 /
-// 2.34, 32 2.44 / 2.48, 48 2.78 / 2.70, 64 3.47 / 3.04, 96 4.07 / 4.10, 112 4.21 / 4.36, 124 4.79
-// / 4.45, 128 5.55 / 4.49, 132 5.71 / 4.66 (cta 5.05), 136 5.85 / 5.71, 160 6.38 / 6.36, 198
-// 7.35 / 7.25, 264 9.58 / 8.75; the BF16 stream, dispatched, 1 to 6% slower balanced at 80 ..
-// 112 and 160 .. 198. Within a wave, which m gains follows where the clusters land (no rule
-// found); whether the rows fit one wave is the rule that holds.
 ClusterPlacement BoundaryBase::placement_for(std::int64_t m, Layout layout) const {
-  const bool balanced = layout == Layout::cluster && m > max_active_clusters_ && m <= max_balanced_clusters_;
-  return balanced ? ClusterPlacement::balanced : ClusterPlacement::spread;
+  return cluster_placement(m, layout, {max_active_clusters_, max_balanced_clusters_});
 }
 
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
@@ -166,24 +155,8 @@ void BoundaryBase::query_waves(bool one_rank) {
              "cudaOccupancyMaxActiveClusters");
 }
 
-// From boundary_gpu_bench on the H200 (2026-12-04 18:05 UTC, F32 stream stored, us; each layout
-// forced at m = 1 / 32 / 64 / 80 / 96 / 112 / 132 / 160 / 200 / 264 / 1024 / 8192):
-//   cluster 1.66 / 2.32 / 3.29 / 3.69 / 3.88 / 3.99 / 5.52 / 6.56 / 7.46 / 9.59 / 34.95 / 255.91
-//   cta     3.80 / 3.92 / 4.05 / 4.43 / 4.50 / 4.53 / 4.76 / 7.44 / 7.48 / 7.50 / 30.00 / 215.57
-//   pair    3.00 / 3.12 / 3.48 / 4.43 / 4.53 / 4.62 / 4.91 / 8.00 / 8.03 / 8.12 / 30.38 / 216.21
-// and between 112 and 132 on an H100 (2026-12-06 about 11:27 UTC, two runs alike; 124 clusters
-// resident there), m = 116 / 120 / 122 / 123 / 124 / 125 / 128: cluster 4.25 / 4.30 / 4.42 /
-// 4.60 / 4.79 / 5.16 / 5.55, cta 4.88 / 4.90 / 4.92 / 4.92 / 4.93 / 4.95 / 4.98.
-// The cluster layout (8 CTAs a row, not persistent) wins while its rows fit one wave of resident
-// clusters (placed balanced above the spread wave, variant_for) and in the second wave's first
-// half (one row a cluster, against two rows for some persistent CTAs); cta, one row a CTA, from
-// one wave to the SM count (none on an H100, whose balanced wave is its 132 SMs) and from 3/2 of
-// it on.
 Layout BoundaryBase::layout_for(std::int64_t m) const {
-  const std::int64_t sms = sm_count_;
-  const std::int64_t wave = std::max(max_active_clusters_, max_balanced_clusters_);
-  if (m <= wave || (m > sms && 2 * m <= 3 * sms)) return Layout::cluster;
-  return Layout::cta;
+  return draft_boundary_layout(m, sm_count_, {max_active_clusters_, max_balanced_clusters_});
 }
 
 void DraftBoundary::prepare(const Variant& variant, cudaStream_t stream) {

@@ -83,6 +83,23 @@ const char* layout_name(Layout);
 enum class ClusterPlacement : std::uint8_t { spread, balanced };
 const char* placement_name(ClusterPlacement);
 
+// The dispatch's rules (src/dispatch.cpp, with the measurements behind them) as functions of what
+// a device reports: its SM count, and the cluster layout's resident clusters placed spread and
+// placed balanced (one wave each). The objects ask their device once and apply them; as plain
+// functions they are checked without a GPU (kernels/tests/test_dispatch.cpp).
+struct ClusterWaves {
+  std::int64_t spread = 0;
+  std::int64_t balanced = 0;
+};
+// The DraftBoundary's layout for m rows: cluster while the rows fit one wave (the larger of the
+// two) and from above the SM count up to 3/2 of it; cta otherwise.
+Layout draft_boundary_layout(std::int64_t m, std::int64_t sm_count, const ClusterWaves& waves);
+// The all-reduce boundary's: cluster up to twice the SM count, quad above.
+Layout all_reduce_layout(std::int64_t m, std::int64_t sm_count);
+// Balanced for the cluster layout's rows exactly where that holds them in one wave and spread
+// does not (spread < m <= balanced); spread otherwise, and for every other layout.
+ClusterPlacement cluster_placement(std::int64_t m, Layout layout, const ClusterWaves& waves);
+
 // Where the persistent layouts hand their rows out at run time instead of dividing them
 // statically: above this many rows a resident CTA (the cta layout, by the stream's dtype) or a
 // resident cluster (the all-reduce boundary's quad, R partials); 0: never. The bits never depend
@@ -176,8 +193,7 @@ class BoundaryBase {
   // Asks the device for the two waves of the cluster layout's one-rank or R-rank build
   // (max_active_clusters); throws CudaError.
   void query_waves(bool one_rank);
-  // Balanced for the cluster layout's rows exactly where that placement holds them in one wave
-  // and spread would not; spread otherwise (draft_boundary.cpp has the measurements).
+  // cluster_placement on this object's waves.
   ClusterPlacement placement_for(std::int64_t m, Layout layout) const;
 
   Constants constants_;
