@@ -7,7 +7,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -139,25 +138,24 @@ const char* placement_name(ClusterPlacement p) {
 // H100 (another call), the cluster layout at m = 160 6.76 / 6.37, the all-reduce boundary's
 // cluster layout (R = 8) at m = 160 / 200 / 264 11.09 / 10.41, 15.64 / 15.21, 21.88 / 21.26. A
 // CTA loaded early takes its gates while the previous grid ends instead of beside its rows.
-ClusterPlacement BoundaryBase::placement_for(std::int64_t m, Layout layout) const {
-  return cluster_placement(m, layout, {max_active_clusters_, max_balanced_clusters_});
-}
-
 Variant BoundaryBase::variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl) const {
   const Layout layout = layout_for(m);
   return Variant{stream, store_stream, false, pdl, layout, placement_for(m, layout)};
 }
 
-void BoundaryBase::query_waves(bool one_rank) {
-  cuda_check(detail::max_active_clusters(ClusterPlacement::spread, one_rank, &max_active_clusters_),
-             "cudaOccupancyMaxActiveClusters");
-  cuda_check(detail::max_active_clusters(ClusterPlacement::balanced, one_rank, &max_balanced_clusters_),
-             "cudaOccupancyMaxActiveClusters");
+ClusterPlacement BoundaryBase::placement_for(std::int64_t m, Layout layout) const {
+  return cluster_placement(m, layout, waves_);
 }
 
-Layout BoundaryBase::layout_for(std::int64_t m) const {
-  return draft_boundary_layout(m, sm_count_, {max_active_clusters_, max_balanced_clusters_});
+void BoundaryBase::query_waves(bool one_rank) {
+  int spread = 0, balanced = 0;
+  cuda_check(detail::max_active_clusters(ClusterPlacement::spread, one_rank, &spread), "cudaOccupancyMaxActiveClusters");
+  cuda_check(detail::max_active_clusters(ClusterPlacement::balanced, one_rank, &balanced),
+             "cudaOccupancyMaxActiveClusters");
+  waves_ = {spread, balanced};
 }
+
+Layout BoundaryBase::layout_for(std::int64_t m) const { return draft_boundary_layout(m, sm_count_, waves_); }
 
 void DraftBoundary::prepare(const Variant& variant, cudaStream_t stream) {
   refuse_during_capture(stream, "DraftBoundary::prepare");

@@ -179,7 +179,7 @@ class BoundaryBase {
   // layout_for leaves the layout above the balanced wave, and variant_for places the rows balanced
   // between the two.
   int max_active_clusters(ClusterPlacement placement = ClusterPlacement::spread) const {
-    return placement == ClusterPlacement::spread ? max_active_clusters_ : max_balanced_clusters_;
+    return static_cast<int>(placement == ClusterPlacement::spread ? waves_.spread : waves_.balanced);
   }
   const HandoutThresholds& handout_thresholds() const { return handout_; }
   // Throws InputError naming the field when one is negative.
@@ -200,8 +200,7 @@ class BoundaryBase {
   Operands operands_;
   int device_ = 0;
   int sm_count_ = 0;
-  int max_active_clusters_ = 0;
-  int max_balanced_clusters_ = 0;
+  ClusterWaves waves_;  // of this object's cluster layout build (query_waves)
   HandoutThresholds handout_;
   std::shared_ptr<detail::RowCounter> row_counter_;
 
