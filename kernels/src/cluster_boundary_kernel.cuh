@@ -133,12 +133,21 @@ __global__ void __cluster_dims__(kClusterCtas, 1, 1) __launch_bounds__(kClusterT
   if (p.late_gates) fetch_gates(true);
   float x[1][kVec], s[1][kVec];
   load_branch_fragment<kOneRank>(a, at, x[0]);
-  if constexpr (!kOneRank) read_gates(p, shared_gates, g);  // the partials summed: their registers free
-  load_stream<kStreamF32>(p.stream, at, s[0]);
+  if constexpr (!kOneRank) {
+    read_gates(p, shared_gates, g);  // the partials summed: their registers free
+    load_stream<kStreamF32>(p.stream, at, s[0]);
+  }
   cluster_wait();  // every CTA of the cluster has started: its shared memory may be stored into
 
-  const RowNorm post = post_norm(p.post, gains_in_registers(g.post_gamma), x,
-                                 [&](float t) { return cluster_row_sum<kClusterCtas>(t, post_sum, 0); });
+  const RowNorm post = post_norm(p.post, gains_in_registers(g.post_gamma), x, [&](float t) {
+    // One rank: the stream's loads wait for this thread's branch (t is its chunk pairs' sum), so
+    // that the DRAM serves the rows' branches first and the post sums overlap the streams'
+    // arrival: on an H100 0.97x the time at m = 1, 0.91x at 32, 0.88x at 96, 0.92x at 132
+    // (docs/benchmarks.md). With R partials the stream is a fifth of a row's reads, and waiting
+    // for them made no gain.
+    if constexpr (kOneRank) load_stream<kStreamF32>(p.stream, at + zero_after(t), s[0]);
+    return cluster_row_sum<kClusterCtas>(t, post_sum, 0);
+  });
   if constexpr (kDebug) {
     store_cluster_row_value(d.post_row_sum, row, post.s);
     store_cluster_row_value(d.r1, row, post.r);

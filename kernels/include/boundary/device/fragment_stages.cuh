@@ -90,6 +90,11 @@ __device__ __forceinline__ void load_gates(const float* alpha, const float* beta
   }
 }
 
+// 0, computed from a sum of squares (never below zero; a NaN compares false): a load whose
+// address adds it is issued only once the sum is known. An empty asm tying the address to the
+// sum would vanish from the PTX and leave ptxas free to hoist the load; this comparison stays.
+__device__ __forceinline__ std::size_t zero_after(float sum_of_squares) { return sum_of_squares < 0.0f ? kVec : 0; }
+
 // The stream's 8 values at element offset `at`, as FP32 (a BF16 stream exactly widened).
 template <bool kStreamF32>
 __device__ __forceinline__ void load_stream(const void* stream, std::size_t at, float (&s)[kVec]) {
