@@ -83,13 +83,6 @@ __device__ __forceinline__ void copy_gates(const BoundaryParams& p, int column, 
   copies_commit();
 }
 
-__device__ __forceinline__ void read_f32x8_halves(const uint4 (&h)[2][kClusterThreads], float (&v)[kVec]) {
-  const uint4 a = h[0][threadIdx.x], b = h[1][threadIdx.x];
-  const std::uint32_t w[kVec] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-  for (int i = 0; i < kVec; ++i) v[i] = __uint_as_float(w[i]);
-}
-
 __device__ __forceinline__ WeightFragment read_weight(const NormArgs& n, const uint4 (&w)[2][kClusterThreads]) {
   return {w[0][threadIdx.x], n.kind == WeightKind::fp32 ? w[1][threadIdx.x] : uint4{}};
 }
@@ -97,8 +90,8 @@ __device__ __forceinline__ WeightFragment read_weight(const NormArgs& n, const u
 // The gates copy_gates copied, once landed, into g as load_gates would have loaded them.
 __device__ __forceinline__ void read_gates(const BoundaryParams& p, const SharedGates& sg, Gates<1>& g) {
   copies_wait_all();
-  read_f32x8_halves(sg.alpha, g.alpha[0]);
-  read_f32x8_halves(sg.beta, g.beta[0]);
+  unpack_f32x8(sg.alpha[0][threadIdx.x], sg.alpha[1][threadIdx.x], g.alpha[0]);
+  unpack_f32x8(sg.beta[0][threadIdx.x], sg.beta[1][threadIdx.x], g.beta[0]);
   if (has_weight(p.post)) gamma(p.post, read_weight(p.post, sg.post_weight), g.post_gamma[0]);
   if (has_weight(p.pre)) gamma(p.pre, read_weight(p.pre, sg.pre_weight), g.pre_gamma[0]);
 }

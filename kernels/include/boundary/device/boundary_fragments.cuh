@@ -25,6 +25,13 @@ __device__ __forceinline__ void unpack_bf16x8(const uint4& raw, float (&v)[kVec]
   }
 }
 
+// 8 FP32 values (two 16-byte loads, lo then hi) as FP32, their bits unchanged.
+__device__ __forceinline__ void unpack_f32x8(const uint4& lo, const uint4& hi, float (&v)[kVec]) {
+  const std::uint32_t w[kVec] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) v[i] = __uint_as_float(w[i]);
+}
+
 // 8 FP32 values to BF16, round to nearest even, packed for one 16-byte store.
 __device__ __forceinline__ uint4 pack_bf16x8(const float (&v)[kVec]) {
   return make_uint4(f32x2_to_bf16x2_rn(v[1], v[0]), f32x2_to_bf16x2_rn(v[3], v[2]),

@@ -100,10 +100,7 @@ template <bool kStreamF32>
 __device__ __forceinline__ void load_stream(const void* stream, std::size_t at, float (&s)[kVec]) {
   if constexpr (kStreamF32) {
     const float* q = static_cast<const float*>(stream) + at;
-    const uint4 a = load_row_16(q), b = load_row_16(q + 4);
-    const std::uint32_t w[kVec] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) s[i] = __uint_as_float(w[i]);
+    unpack_f32x8(load_row_16(q), load_row_16(q + 4), s);
   } else {
     unpack_bf16x8(load_row_16(static_cast<const std::uint16_t*>(stream) + at), s);
   }
