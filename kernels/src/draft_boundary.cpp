@@ -73,8 +73,9 @@ BoundaryBase::BoundaryBase(const Constants& constants, const Operands& operands)
 //   earlier: m = 2048 147.93 / 146.77, 150.31 / 148.18; 3072 218.92 / 215.65, 223.21 / 217.60;
 //   8192 581.53 / 560.37, 594.85 / 566.73, against chains of 659.6 and 671.5: 0.850x and 0.844x).
 //   Never on the H200: there the hand-out with the ticket pushed in the row it was taken took
-//   485.51 us at m = 8192 where the static quad had taken 418.52 (two calls of 2026-12-06); the
-//   ticket taken a row earlier has not run on an H200.
+//   485.51 us at m = 8192 where the static quad had taken 418.52 (two calls of 2026-12-06), and
+//   with the ticket taken a row earlier, from 12 or 24 rows a cluster, 438.87 / 439.20 against
+//   418.59 static (one call, 2026-12-06 about 20:27 UTC).
 HandoutThresholds handout_thresholds_for(int device) {
   cudaDeviceProp prop{};
   cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
