@@ -146,15 +146,16 @@ void check_path(AllReduceSubject& s, const DevicePartials& d, const ExpectedAllR
 }
 
 // Every path, both stream dtypes, the m of the issue and both waves of the R-rank cluster build
-// (the last row of each and the next: where the dispatch places balanced, and where it stops);
-// the full variant matrix of the fused kernel at m = 1 and just past the spread wave.
+// (the row before the spread wave's last, that last and the next, the balanced wave's last and
+// the next: where the dispatch places balanced, and where it stops); the full variant matrix of
+// the fused kernel at m = 1 and just past the spread wave.
 void check_all_paths(AllReduceSubject& s, const HostPartials& h, std::int64_t max_m, const Bench& bench,
                      const std::string& data_name) {
   const DevicePartials d(h);
   const DeviceBuffer branch(bytes16(kRows));
   const int wave = s.fused.max_active_clusters();
   const int balanced = s.fused.max_active_clusters(gpu::ClusterPlacement::balanced);
-  std::set<std::int64_t> ms = {1, 131, 132, 133, wave, wave + 1, balanced, balanced + 1, kRows};
+  std::set<std::int64_t> ms = {1, 131, 132, 133, wave - 1, wave, wave + 1, balanced, balanced + 1, kRows};
   for (StreamDtype sd : {StreamDtype::f32, StreamDtype::bf16}) {
     const std::int64_t rows = std::min<std::int64_t>(max_m, kRows);
     const ExpectedAllReduce want = emulate_all_reduce(s.base, h, sd, rows);
@@ -162,9 +163,10 @@ void check_all_paths(AllReduceSubject& s, const HostPartials& h, std::int64_t ma
       if (m < 1 || m > rows) continue;
       const Variant natural = s.fused.variant_for(m, sd, true);
       CHECK_FALSE(natural.late_gates);  // early gates at every m
-      // Balanced exactly where it holds the rows in one wave and spread does not (docs/kernels.md).
+      // Balanced where it holds the rows in one wave and spread needs all of its wave or more
+      // (docs/kernels.md).
       CHECK_MESSAGE((natural.placement == gpu::ClusterPlacement::balanced) ==
-                        (natural.layout == gpu::Layout::cluster && m > wave && m <= balanced),
+                        (natural.layout == gpu::Layout::cluster && balanced > wave && m >= wave && m <= balanced),
                     "m = " << m << ": " << describe(natural));
       const std::int64_t first = m == 1 ? 7 : 0;
       for (Path p : {Path::fused, Path::then_eager, Path::then_draft})

@@ -96,8 +96,9 @@ struct ClusterWaves {
 Layout draft_boundary_layout(std::int64_t m, std::int64_t sm_count, const ClusterWaves& waves);
 // The all-reduce boundary's: cluster up to twice the SM count, quad above.
 Layout all_reduce_layout(std::int64_t m, std::int64_t sm_count);
-// Balanced for the cluster layout's rows exactly where that holds them in one wave and spread
-// does not (spread < m <= balanced); spread otherwise, and for every other layout.
+// Balanced for the cluster layout's rows where that holds them in one wave and spread needs all
+// of its wave or more (spread <= m <= balanced, where balanced > spread); spread otherwise, and
+// for every other layout.
 ClusterPlacement cluster_placement(std::int64_t m, Layout layout, const ClusterWaves& waves);
 
 // Where the persistent layouts hand their rows out at run time instead of dividing them
