@@ -157,10 +157,17 @@ void print_table(const std::vector<RowResult>& rows, const CopyResult& copy, con
 }
 
 
-nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const gpu::HandoutThresholds& handout,
-                       const CopyResult& copy, const std::vector<RowResult>& rows, const std::vector<Target>& targets) {
+nlohmann::json to_json(const Options& o, const DeviceInfo& dev, const ClusterWaveCounts& waves,
+                       const gpu::HandoutThresholds& handout, const CopyResult& copy, const std::vector<RowResult>& rows,
+                       const std::vector<Target>& targets) {
   nlohmann::json j;
-  j["device"] = {{"name", dev.name}, {"sm_count", dev.sm_count}, {"l2_bytes", dev.l2_bytes}};
+  const auto waves_json = [](const gpu::ClusterWaves& w) {
+    return nlohmann::json{{"spread", w.spread}, {"balanced", w.balanced}};
+  };
+  j["device"] = {{"name", dev.name},
+                 {"sm_count", dev.sm_count},
+                 {"l2_bytes", dev.l2_bytes},
+                 {"cluster_waves", {{"draft_boundary", waves_json(waves.draft)}, {"all_reduce", waves_json(waves.all_reduce)}}}};
   j["constants"] = o.constants.string();
   j["method"] = {{"launches_per_graph", o.launches}, {"replays", o.replays}, {"warmup_replays", o.warmup},
                  {"seed", o.seed}, {"rotate_from_rows", kRotateFromRows}, {"gates", o.gates},

@@ -119,6 +119,14 @@ int run(const Options& o) {
     fused.set_handout_thresholds(t);
     all_reduce.set_handout_thresholds(t);
   }
+  const auto waves_of = [](const bg::BoundaryBase& b) {
+    return bg::ClusterWaves{b.max_active_clusters(), b.max_active_clusters(bg::ClusterPlacement::balanced)};
+  };
+  const ClusterWaveCounts waves{waves_of(fused), waves_of(all_reduce)};
+  std::printf("cluster layout's waves (clusters resident at once, spread / balanced): DraftBoundary %lld / %lld, "
+              "all-reduce boundary %lld / %lld\n",
+              static_cast<long long>(waves.draft.spread), static_cast<long long>(waves.draft.balanced),
+              static_cast<long long>(waves.all_reduce.spread), static_cast<long long>(waves.all_reduce.balanced));
   const bg::HandoutThresholds& handout = fused.handout_thresholds();
   std::printf("rows handed out above (rows a resident CTA or cluster; 0: never): cta F32 %lld, cta BF16 %lld, "
               "all-reduce quad %lld (%s)\n",
@@ -133,7 +141,7 @@ int run(const Options& o) {
   }
   const std::vector<Target> targets = evaluate(rows, copy);
   print_table(rows, copy, targets);
-  if (o.json) write_json(*o.json, to_json(o, dev, handout, copy, rows, targets));
+  if (o.json) write_json(*o.json, to_json(o, dev, waves, handout, copy, rows, targets));
   return boundary::cli::kSuccess;
 }
 

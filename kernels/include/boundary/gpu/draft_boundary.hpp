@@ -168,7 +168,7 @@ class BoundaryBase {
   void check(const TensorView& branch, const TensorView& stream, const Outputs& outputs) const;
 
   // The variant a launch of m rows uses: early gates, the layout from layout_for(m), the cluster
-  // layout's rows placed balanced where only that placement holds them in one wave. Virtual:
+  // layout's rows placed by cluster_placement (balanced from the spread wave to the balanced one). Virtual:
   // the all-reduce boundary has its own, and a call through BoundaryBase& must pick the object's.
   virtual Variant variant_for(std::int64_t m, StreamDtype stream, bool store_stream, bool pdl = true) const;
   // The faster layout for m rows on this device, as boundary_gpu_bench measured it on the H200 and
@@ -178,7 +178,7 @@ class BoundaryBase {
   // Clusters of this object's cluster layout resident at once on this device, placed so: one
   // wave of its rows (the DraftBoundary's one-rank build; the all-reduce boundary's R-rank build).
   // layout_for leaves the layout above the balanced wave, and variant_for places the rows balanced
-  // between the two.
+  // from the spread wave to the balanced one.
   int max_active_clusters(ClusterPlacement placement = ClusterPlacement::spread) const {
     return static_cast<int>(placement == ClusterPlacement::spread ? waves_.spread : waves_.balanced);
   }
