@@ -40,8 +40,8 @@ Layout all_reduce_layout(std::int64_t m, std::int64_t sm_count) {
 
 // The cluster layout's rows are placed balanced where that holds them in one wave and spread
 // would need a second or fill its wave to the last cluster, leaving the next boundary's clusters
-// no room to start beside it (m = 124 .. 132 on an H100 and an H200); elsewhere spread, measured
-// as fast or faster:
+// no room to start beside it (m = 124 .. 132 on an H100, likely on an H200); elsewhere spread,
+// measured as fast or faster:
 // H100, 2026-12-06 about 13:20 UTC, boundary_gpu_bench --ranks 8, the cluster layout forced,
 // three runs a placement alternating, F32 stream stored, spread / balanced, us: m = 24 2.25 /
 // 2.34, 32 2.44 / 2.48, 48 2.78 / 2.70, 64 3.47 / 3.04, 96 4.07 / 4.10, 112 4.21 / 4.36, 124 4.79
