@@ -119,10 +119,7 @@ int run(const Options& o) {
     fused.set_handout_thresholds(t);
     all_reduce.set_handout_thresholds(t);
   }
-  const auto waves_of = [](const bg::BoundaryBase& b) {
-    return bg::ClusterWaves{b.max_active_clusters(), b.max_active_clusters(bg::ClusterPlacement::balanced)};
-  };
-  const ClusterWaveCounts waves{waves_of(fused), waves_of(all_reduce)};
+  const ClusterWaveCounts waves{fused.cluster_waves(), all_reduce.cluster_waves()};
   std::printf("cluster layout's waves (clusters resident at once, spread / balanced): DraftBoundary %lld / %lld, "
               "all-reduce boundary %lld / %lld\n",
               static_cast<long long>(waves.draft.spread), static_cast<long long>(waves.draft.balanced),

@@ -184,15 +184,11 @@ inline void check_steps(Subject& s, const HostRows& host, const DeviceRows& rows
     const Expected want = emulate(s, host, sd, rows_needed(steps));
     for (const Step& step : steps) {
       // The dispatcher loads the gates early at every m (late gates stay a variant, launched below),
-      // and places the cluster layout's rows balanced only where spread needs all of its wave or
-      // more and balanced holds them in one (docs/kernels.md).
+      // and places the rows by cluster_placement on this device's waves (the rule itself, on
+      // written-out waves, is test_dispatch's; docs/kernels.md).
       const Variant natural = s.fused.variant_for(step.m, sd, true);
       CHECK_FALSE(natural.late_gates);
-      const std::int64_t spread_wave = s.fused.max_active_clusters();
-      const std::int64_t balanced_wave = s.fused.max_active_clusters(gpu::ClusterPlacement::balanced);
-      const bool balanced = balanced_wave > spread_wave && step.m >= spread_wave && step.m <= balanced_wave;
-      CHECK_MESSAGE((natural.placement == gpu::ClusterPlacement::balanced) ==
-                        (natural.layout == gpu::Layout::cluster && balanced),
+      CHECK_MESSAGE(natural.placement == gpu::cluster_placement(step.m, natural.layout, s.fused.cluster_waves()),
                     "m = " << step.m << ": " << describe(natural));
       for (const Launch& l : launches(step.coverage, s.fused, step.m, sd))
         check_launch(s, rows, host.label, want, sd, step, l, bench, data_name);

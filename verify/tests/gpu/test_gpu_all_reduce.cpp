@@ -163,10 +163,9 @@ void check_all_paths(AllReduceSubject& s, const HostPartials& h, std::int64_t ma
       if (m < 1 || m > rows) continue;
       const Variant natural = s.fused.variant_for(m, sd, true);
       CHECK_FALSE(natural.late_gates);  // early gates at every m
-      // Balanced where it holds the rows in one wave and spread needs all of its wave or more
-      // (docs/kernels.md).
-      CHECK_MESSAGE((natural.placement == gpu::ClusterPlacement::balanced) ==
-                        (natural.layout == gpu::Layout::cluster && balanced > wave && m >= wave && m <= balanced),
+      // Placed by cluster_placement on the R-rank build's waves (the rule itself, on written-out
+      // waves, is test_dispatch's; docs/kernels.md).
+      CHECK_MESSAGE(natural.placement == gpu::cluster_placement(m, natural.layout, s.fused.cluster_waves()),
                     "m = " << m << ": " << describe(natural));
       const std::int64_t first = m == 1 ? 7 : 0;
       for (Path p : {Path::fused, Path::then_eager, Path::then_draft})

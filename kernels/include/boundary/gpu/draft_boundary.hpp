@@ -182,6 +182,8 @@ class BoundaryBase {
   int max_active_clusters(ClusterPlacement placement = ClusterPlacement::spread) const {
     return static_cast<int>(placement == ClusterPlacement::spread ? waves_.spread : waves_.balanced);
   }
+  // Both waves, as cluster_placement takes them.
+  const ClusterWaves& cluster_waves() const { return waves_; }
   const HandoutThresholds& handout_thresholds() const { return handout_; }
   // Throws InputError naming the field when one is negative.
   void set_handout_thresholds(const HandoutThresholds& t);
