@@ -71,6 +71,10 @@ ab() { bash "$src/verify/bench/ab_bench.sh" "$@"; }
 ab > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "ab_bench without arguments: not exit 2"
 err=$(ab run "$tmp" . "$tmp/out" 0 -- --rows 1 2>&1); [ $? -eq 2 ] && grep -qF "ROUNDS must be a positive count" <<< "$err" && ok || bad "ROUNDS 0: $err"
 err=$(ab run "$tmp/nowhere" "$src" "$tmp/out" 2>&1); [ $? -eq 2 ] && grep -qF "$tmp/nowhere is not a source tree" <<< "$err" && ok || bad "no tree: $err"
+err=$(ab run "$src" "$src,$tmp/nowhere" "$tmp/out" 2>&1); [ $? -eq 2 ] && grep -qF "$tmp/nowhere is not a source tree" <<< "$err" && ok || bad "a missing third tree: $err"
+err=$(ab run "$src" "$src,,$src" "$tmp/out" 2>&1); [ $? -eq 2 ] && grep -qF "an empty tree name in '$src,,$src'" <<< "$err" && ok || bad "an empty tree name: $err"
+err=$(ab run "$src" "$src,$src,$src,$src,$src" "$tmp/out" 2>&1); [ $? -eq 2 ] && grep -qF "DIR_B is one to four trees, comma separated" <<< "$err" && ok || bad "five trees after A: $err"
+[ ! -e "$tmp/out" ] && ok || bad "a refused run made its OUTDIR"
 err=$(AB_RUN_TIMEOUT=soon ab run "$tmp/nowhere" "$src" "$tmp/out" -- --rows 1 2>&1); [ $? -eq 2 ] && grep -qF "AB_RUN_TIMEOUT must be a positive number of seconds, not 'soon'" <<< "$err" && ok || bad "AB_RUN_TIMEOUT soon: $err"
 err=$(AB_RUN_TIMEOUT=0 ab run "$tmp/nowhere" "$src" "$tmp/out" -- --rows 1 2>&1); [ $? -eq 2 ] && grep -qF "not '0'" <<< "$err" && ok || bad "AB_RUN_TIMEOUT 0: $err"
 mkdir "$tmp/taken"; touch "$tmp/taken/keep"
@@ -80,6 +84,36 @@ if git -C "$src" rev-parse --verify -q HEAD > /dev/null; then
     && [ -z "$(ls "$tmp/head/fixtures/boundary" 2>/dev/null)" ] && ok || bad "export HEAD: not the tree without the captured fixtures"
 else
   bad "export HEAD: $src is not a git checkout"
+fi
+
+# ab_bench.sh run on three fake trees, whose CMake target boundary_gpu_bench is a script that
+# records its call and writes a fixed bench JSON (fused F32 30.0 / 28.5 / 31.5 us): every tree
+# built, run in turn each round with the bench's arguments, and A compared with each other tree.
+fake_tree() {  # fake_tree DIR SIDE US
+  mkdir -p "$1"
+  bench "$3.json" H200 early 1024 "$3"
+  printf '#!/usr/bin/env bash\necho "%s $*" >> "%s"\nwhile [ $# -gt 0 ]; do [ "$1" = --json ] && cp "%s" "$2"; shift; done\n' \
+    "$2" "$tmp/calls" "$tmp/$3.json" > "$1/bench.sh"
+  chmod +x "$1/bench.sh"
+  cat > "$1/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(fake_bench NONE)
+add_custom_target(boundary_gpu_bench ALL
+  COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}/bench.sh ${CMAKE_BINARY_DIR}/verify/bench/boundary_gpu_bench)
+CMAKE
+}
+if command -v cmake > /dev/null && command -v ninja > /dev/null; then
+  fake_tree "$tmp/ta" a 30.0; fake_tree "$tmp/tb" b 28.5; fake_tree "$tmp/tc" c 31.5
+  out=$(AB_BUILD_DIR="$tmp/builds" ab run "$tmp/ta" "$tmp/tb,$tmp/tc" "$tmp/abc" 2 -- --rows 1024 2>&1); rc=$?
+  [ $rc -eq 0 ] && ok || bad "a run of three trees: exit $rc: $out"
+  [ "$(cut -c1 "$tmp/calls" | tr -d '\n')" = abcabc ] && ok || bad "three trees, two rounds: not run a b c a b c: $(cat "$tmp/calls")"
+  grep -qvF -- "--rows 1024 --json" "$tmp/calls" && bad "a run without the bench's arguments: $(cat "$tmp/calls")" || ok
+  grep -qF "| 1024 | fused F32, dispatched | 30.00 30.00 | 28.50 28.50 | 0.950 |" <<< "$out" && ok || bad "A against B: $out"
+  grep -qF "| 1024 | fused F32, dispatched | 30.00 30.00 | 31.50 31.50 | 1.050 |" <<< "$out" && ok || bad "A against C: $out"
+  python3 -c "import json,sys; assert abs(json.load(open(sys.argv[1]))['lines'][0]['b_over_a'] - 1.05) < 1e-12" "$tmp/abc/compare_c.json" \
+    && ok || bad "compare_c.json: not C against A"
+else
+  bad "ab_bench.sh run: needs cmake and ninja, as the build does"
 fi
 
 # boundary_gpu_bench --handout: three row counts in [0, 1000000], else exit 2 naming the option.
