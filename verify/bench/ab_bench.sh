@@ -8,10 +8,12 @@
 #   device:   bash verify/bench/ab_bench.sh run DIR_A DIR_B[,DIR_C...] OUTDIR [ROUNDS] -- BENCH_ARGS...
 #             builds boundary_gpu_bench in each tree (. is the working tree), runs it ROUNDS times
 #             (default 2) each, alternating, with BENCH_ARGS (e.g. --rows 1024,8192 --ranks 8), each
-#             run's JSON in OUTDIR (a1.json, b1.json, ...), then compare_bench.py's table of A
-#             against each other tree. Up to four trees after A, comma separated (sides b, c, d,
-#             e; OUTDIR/compare.json, compare_c.json, ...): every lead of one device call judged
-#             against one build of A, in the same alternation, at no more builds of A and its runs
+#             run's JSON and log packed into OUTDIR/runs.tar.gz (a1.json, a1.log, b1.json, ...),
+#             then compare_bench.py's table of A against each other tree, and last each tree's
+#             dispatched rows against A (the end of the output, which a device call returns).
+#             Up to four trees after A, comma separated (sides b, c, d, e; OUTDIR/compare.json,
+#             compare_c.json, ...): every lead of one device call judged against one build of A,
+#             in the same alternation, at no more builds of A and its runs
 #
 # For example, main against the working tree: `bash verify/bench/ab_bench.sh export main .ab/main`
 # here, then with the device tool, from the repository root, carrying .debs (verify/device.sh's
@@ -79,12 +81,24 @@ case $1 in
         [ $rc -eq 0 ] || { tail -5 "$out/$side$r.log" >&2; exit 1; }
       done
     done
+    summary=""
     for i in $(seq 1 $(( ${#trees[@]} - 1 ))); do
       side=${sides[$i]} json=$out/compare.json
       [ "$side" = b ] || json=$out/compare_$side.json
       echo "ab_bench: A (${trees[0]}) against ${side^^} (${trees[$i]})"
-      python3 "$here/verify/bench/compare_bench.py" --a "$out"/a[0-9]*.json --b "$out"/$side[0-9]*.json --json "$json" || exit 2
+      table=$(python3 "$here/verify/bench/compare_bench.py" --a "$out"/a[0-9]*.json --b "$out/$side"[0-9]*.json --json "$json") || exit 2
+      echo "$table"
+      summary+=$'\n'"A against ${side^^} (${trees[$i]}):"$'\n'"$(grep -F 'dispatched' <<< "$table")"
     done
+    # Last, so that the end of the output (all a device call may show) holds every tree's figures
+    # as the dispatch gives them; the runs' files packed into one (the device tool returns few files).
+    echo "ab_bench: the dispatched rows, each tree against A:$summary"
+    (
+      cd "$out" || exit 1
+      runs=()
+      for side in "${sides[@]:0:${#trees[@]}}"; do runs+=("$side"[0-9]*.json "$side"[0-9]*.log); done
+      tar czf runs.tar.gz "${runs[@]}" && rm -f "${runs[@]}"
+    ) || exit 1
     ;;
   *) usage ;;
 esac

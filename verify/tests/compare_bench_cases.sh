@@ -112,6 +112,14 @@ if command -v cmake > /dev/null && command -v ninja > /dev/null; then
   grep -qF "| 1024 | fused F32, dispatched | 30.00 30.00 | 31.50 31.50 | 1.050 |" <<< "$out" && ok || bad "A against C: $out"
   python3 -c "import json,sys; assert abs(json.load(open(sys.argv[1]))['lines'][0]['b_over_a'] - 1.05) < 1e-12" "$tmp/abc/compare_c.json" \
     && ok || bad "compare_c.json: not C against A"
+  # the end of the output: every tree's dispatched rows after the tables (a device call shows the end)
+  last=$(sed -n '/^ab_bench: the dispatched rows, each tree against A:/,$p' <<< "$out")
+  grep -qF "| 1024 | fused F32, dispatched | 30.00 30.00 | 28.50 28.50 | 0.950 |" <<< "$last" \
+    && grep -qF "| 1024 | fused F32, dispatched | 30.00 30.00 | 31.50 31.50 | 1.050 |" <<< "$last" \
+    && grep -qF "A against C ($tmp/tc):" <<< "$last" && ok || bad "no summary of the dispatched rows at the end: $out"
+  packed=$(tar tzf "$tmp/abc/runs.tar.gz" 2> /dev/null | sort | tr '\n' ' ')
+  [ "$packed" = "a1.json a1.log a2.json a2.log b1.json b1.log b2.json b2.log c1.json c1.log c2.json c2.log " ] \
+    && [ -z "$(cd "$tmp/abc" && ls ./*[0-9].json ./*[0-9].log 2> /dev/null)" ] && ok || bad "the runs not packed into runs.tar.gz: '$packed', $(ls "$tmp/abc")"
 else
   bad "ab_bench.sh run: needs cmake and ninja, as the build does"
 fi
