@@ -22,9 +22,11 @@ ROW_TIMINGS = (("fused_f32", "fused F32, dispatched"), ("fused_bf16", "fused BF1
                ("cluster_balanced_f32", "cluster balanced F32"), ("pair_f32", "pair F32"),
                ("quad_f32", "quad F32"), ("eager_f32", "eager chain F32"),
                ("floor_sm_copy", "SM copy of its bytes, grid-stride"),
-               ("floor_sm_copy_dynamic", "SM copy of its bytes, chunks"))
+               ("floor_sm_copy_dynamic", "SM copy of its bytes, chunks"),
+               ("floor_traffic", "its traffic, cluster grid"))
 ALL_REDUCE_TIMINGS = (("fused", "all-reduce fused, dispatched"), ("all_reduce_then_draft", "all-reduce chain"),
-                      ("cluster", "all-reduce cluster"), ("pair", "all-reduce pair"), ("quad", "all-reduce quad"))
+                      ("cluster", "all-reduce cluster"), ("pair", "all-reduce pair"), ("quad", "all-reduce quad"),
+                      ("floor_traffic", "all-reduce traffic, cluster grid"))
 SAME = (("device", "name"), ("method", "launches_per_graph"), ("method", "replays"), ("method", "gates"))
 
 

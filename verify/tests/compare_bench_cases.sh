@@ -44,6 +44,19 @@ PY
 out=$(compare --a "$tmp/a1.json" --b "$tmp/b3.json") && grep -qF "| 1024 | fused BF16, dispatched | 25.00 | - | - |" <<< "$out" \
   && ok || bad "a timing only A has: $out"
 
+# The traffic floor (the bench's traffic kernel, the floor a change to it moves) has rows of its
+# own, for the DraftBoundary and the all-reduce boundary.
+python3 - "$tmp/a1.json" "$tmp/t1.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+b["rows"][0]["floor_traffic"] = {"median_us": 27.5}
+b["all_reduce_rows"][0]["floor_traffic"] = {"median_us": 51.25}
+json.dump(b, open(sys.argv[2], "w"))
+PY
+out=$(compare --a "$tmp/t1.json" --b "$tmp/t1.json")
+grep -qF "| 1024 | its traffic, cluster grid | 27.50 | 27.50 | 1.000 |" <<< "$out" && ok || bad "traffic floor row: $out"
+grep -qF "| 1024 | all-reduce traffic, cluster grid | 51.25 | 51.25 | 1.000 |" <<< "$out" && ok || bad "all-reduce traffic floor row: $out"
+
 # Refusals: exit 2, the message names the file and the field.
 refused() {  # refused WHAT NEEDLE ARGS...: exit 2 and NEEDLE on stderr
   local what=$1 needle=$2; shift 2
