@@ -61,6 +61,18 @@ __device__ __forceinline__ uint4 load_row_16(const void* p) {
   return v;
 }
 
+// 16 bytes of a 32-byte sector whose other 16 bytes the same thread loads next (the F32 stream:
+// two loads a thread, each instruction of a warp touching one half of 32 sectors). Through L1:
+// the second load then hits the sector the first brought in, where load_row_16 would ask the L2
+// for every sector twice (H100, 2026-12-07: the fused F32 boundary 0.94x at m = 132).
+__device__ __forceinline__ uint4 load_sector_half_16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // The per-column operands of a thread's kF fragments.
 template <int kF>
 struct Gates {
@@ -100,7 +112,7 @@ template <bool kStreamF32>
 __device__ __forceinline__ void load_stream(const void* stream, std::size_t at, float (&s)[kVec]) {
   if constexpr (kStreamF32) {
     const float* q = static_cast<const float*>(stream) + at;
-    unpack_f32x8(load_row_16(q), load_row_16(q + 4), s);
+    unpack_f32x8(load_sector_half_16(q), load_sector_half_16(q + 4), s);
   } else {
     unpack_bf16x8(load_row_16(static_cast<const std::uint16_t*>(stream) + at), s);
   }
