@@ -36,10 +36,16 @@ __global__ void __cluster_dims__(8, 1, 1) traffic_kernel(const TrafficParams p) 
     const uint4 b = p.partials[r][at];
     a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
   }
-  const float4 s0 = p.stream[2 * at], s1 = p.stream[2 * at + 1];
+  // The F32 stream's 32 bytes a thread, moved as the fused kernels move them at their best: each
+  // load and store instruction of a lane pair (2q, 2q + 1) covers one whole 32-byte sector, the
+  // first the even lane's, the second the odd lane's (store_warp_f32x8). Each lane moving its own
+  // 32 bytes in two 16-byte halves would touch every sector twice an instruction pair and cost
+  // the L2 twice the requests, which a floor must not.
+  const std::size_t pair = 2 * (at & ~std::size_t{1}) + (threadIdx.x & 1u);
+  const float4 s0 = p.stream[pair], s1 = p.stream[pair + 2];
   p.out[at] = a;
-  p.new_stream[2 * at] = make_float4(s0.x + 1.0f, s0.y, s0.z, s0.w);
-  p.new_stream[2 * at + 1] = s1;
+  p.new_stream[pair] = make_float4(s0.x + 1.0f, s0.y, s0.z, s0.w);
+  p.new_stream[pair + 2] = s1;
 }
 
 // Every copy runs 8 CTAs of this many threads a SM: 2048 threads, a full SM.
