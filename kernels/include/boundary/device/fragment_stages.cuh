@@ -52,24 +52,23 @@ __device__ __forceinline__ void store_warp_f32x8(float* p, const float (&v)[kVec
                 : make_float4(theirs[0], theirs[1], theirs[2], theirs[3]);
 }
 
-// 16 bytes of a row (branch, stream, a partial) that a kernel reads once: not kept in L1.
+// Whether a row's 16-byte load leaves its sector in L1. A row is read once (no_allocate), except
+// where a thread's two loads share a sector (the F32 stream: 32 bytes a thread in two halves, each
+// instruction of a warp touching one half of 32 sectors): through L1 (allocate) the second load
+// hits the sector the first brought in, where no_allocate asks the L2 for every sector twice
+// (H100, 2026-12-07: the fused F32 boundary 0.946x at m = 132).
+enum class InL1 : bool { no_allocate, allocate };
+
+// 16 bytes of a row (branch, stream, a partial).
+template <InL1 kL1 = InL1::no_allocate>
 __device__ __forceinline__ uint4 load_row_16(const void* p) {
   uint4 v;
-  asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// 16 bytes of a 32-byte sector whose other 16 bytes the same thread loads next (the F32 stream:
-// two loads a thread, each instruction of a warp touching one half of 32 sectors). Through L1:
-// the second load then hits the sector the first brought in, where load_row_16 would ask the L2
-// for every sector twice (H100, 2026-12-07: the fused F32 boundary 0.94x at m = 132).
-__device__ __forceinline__ uint4 load_sector_half_16(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
+  if constexpr (kL1 == InL1::no_allocate)
+    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  else
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
 
@@ -112,7 +111,7 @@ template <bool kStreamF32>
 __device__ __forceinline__ void load_stream(const void* stream, std::size_t at, float (&s)[kVec]) {
   if constexpr (kStreamF32) {
     const float* q = static_cast<const float*>(stream) + at;
-    unpack_f32x8(load_sector_half_16(q), load_sector_half_16(q + 4), s);
+    unpack_f32x8(load_row_16<InL1::allocate>(q), load_row_16<InL1::allocate>(q + 4), s);
   } else {
     unpack_bf16x8(load_row_16(static_cast<const std::uint16_t*>(stream) + at), s);
   }
