@@ -2,6 +2,7 @@
 
 #include <boundary/gpu/cuda_check.hpp>
 
+#include <stdexcept>
 #include <string>
 
 namespace boundary::bench {
@@ -31,11 +32,19 @@ __device__ __forceinline__ void wait_then_trigger() {
 __global__ void __cluster_dims__(8, 1, 1) traffic_kernel(const TrafficParams p) {
   wait_then_trigger();
   const std::size_t at = blockIdx.x * 128ull + threadIdx.x;  // 16-byte words of the BF16 tensors
-  uint4 a = p.partials[0][at];
-  for (int r = 1; r < p.ranks; ++r) {
-    const uint4 b = p.partials[r][at];
-    a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
-  }
+  // The partials' loads all issued before the first add, and unrolled, as the fused kernels'
+  // (load_branch_fragment): a run-time index into the parameter array copied it to local memory,
+  // 96 bytes a thread stored through the L2, which tripled the kernel's L2 write sectors (ncu,
+  // H100, m = 132: 591,360 against the boundary's 202,752) and made it slower than the boundary
+  // itself from m = 64.
+  uint4 raw[kMaxRanks];
+#pragma unroll
+  for (int r = 0; r < kMaxRanks; ++r)
+    if (r < p.ranks) raw[r] = p.partials[r][at];
+  uint4 a = raw[0];
+#pragma unroll
+  for (int r = 1; r < kMaxRanks; ++r)
+    if (r < p.ranks) a.x += raw[r].x, a.y += raw[r].y, a.z += raw[r].z, a.w += raw[r].w;
   // The F32 stream's 32 bytes a thread, moved as the fused kernels move them at their best: each
   // load and store instruction of a lane pair (2q, 2q + 1) covers one whole 32-byte sector, the
   // first the even lane's, the second the odd lane's (store_warp_f32x8). Each lane moving its own
@@ -273,6 +282,11 @@ void prepare_bench_kernels() {
   gpu::cuda_check(cudaFuncGetAttributes(&a, empty_cluster_kernel), "loading the empty cluster kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, cluster_barriers_kernel), "loading the cluster barriers kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, traffic_kernel), "loading the traffic kernel");
+  // A floor with a stack times its own local-memory traffic: 96 bytes a thread (its parameter
+  // array indexed at run time) kept the traffic kernel above the boundary from m = 64.
+  if (a.localSizeBytes != 0)
+    throw std::runtime_error("the traffic kernel has " + std::to_string(a.localSizeBytes) +
+                             " bytes of local memory a thread: its floor would time their traffic");
   gpu::cuda_check(cudaFuncGetAttributes(&a, sm_copy_kernel), "loading the SM copy kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, sm_copy_chunks_kernel), "loading the chunked SM copy kernel");
   gpu::cuda_check(cudaFuncGetAttributes(&a, boundary_copy_kernel<false>), "loading the boundary copy kernel");
