@@ -99,13 +99,18 @@ __device__ __forceinline__ void barrier_arrive(std::uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
 }
 
-// barrier_wait for bytes that other CTAs of the cluster landed: acquire at cluster scope.
+// barrier_wait for bytes that other CTAs of the cluster landed in this CTA's shared memory:
+// the wait relaxed, then an acquire at cluster scope restricted to shared memory. An acquire of
+// the wait itself (try_wait.acquire.cluster) also orders global memory, which ptxas implements
+// by invalidating the SM's whole L1 (CCTL.IVALL) at every row sum; these waits order only the
+// shared-memory bytes that st.async landed.
 __device__ __forceinline__ void barrier_wait_cluster(std::uint64_t* bar, std::uint32_t parity) {
   asm volatile(
       "{\n\t.reg .pred done;\n"
       "wait:\n\t"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
-      "@!done bra wait;\n\t}" ::"r"(shared_address(bar)),
+      "mbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra wait;\n\t"
+      "fence.acquire.sync_restrict::shared::cluster.cluster;\n\t}" ::"r"(shared_address(bar)),
       "r"(parity)
       : "memory");
 }
