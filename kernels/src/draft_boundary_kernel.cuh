@@ -88,10 +88,10 @@ __device__ __forceinline__ void store_row_value(float* p, std::int64_t row, floa
 // The rows of one CTA; the kernels below differ only in what else they write (d).
 //
 // The gates stay in registers and the gammas in shared memory for all the CTA's rows: loaded
-// once, before the PDL wait (overlapping the previous grid's tail) unless late. Warp 0 keeps
-// p.stages rows in flight: it refills a stage when it is done with that stage's row, with the
-// row `stages` further on, or (kHandout) with a row from the hand-out, p.handout, whose tickets
-// thread 0 of the cluster's leader CTA takes.
+// once, before the PDL wait (overlapping the previous grid's tail) unless late; the first rows'
+// streams are asked of L2 there too. Warp 0 keeps p.stages rows in flight: it refills a stage
+// when it is done with that stage's row, with the row `stages` further on, or (kHandout) with a
+// row from the hand-out, p.handout, whose tickets thread 0 of the cluster's leader CTA takes.
 template <int kCtas, bool kStreamF32, bool kStore, bool kOneRank, bool kHandout, class Intermediates>
 __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Intermediates& d) {
   static_assert(!kHandout || kHandsOut<kCtas, kOneRank>, "rows are handed out in the cta layout of one rank and the quad of R");
@@ -192,10 +192,24 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     if (has_weight(p.pre)) pre_weight = load_weight(p.pre, c);
   };
   if (!late) load_gates();
+  const std::int64_t first = blockIdx.x / kCtas, step = gridDim.x / kCtas;
+  // The streams of the CTA's first rows asked of L2 before the PDL wait: the previous grid's tail
+  // leaves the DRAM idle (its CTAs end over microseconds), and the stream was written a kernel
+  // or more before this one (the previous boundary's new_stream), so the bytes come in the gap.
+  // The branch is the previous grid's output: not asked early. On an H100 (2026-12-07) 0.94x the
+  // time at m = 1024 and 0.96x at 2048 (docs/benchmarks.md).
+  if (threadIdx.x < 32)
+    for (int c = static_cast<int>(threadIdx.x); c < stages * kSegments; c += 32) {
+      const std::int64_t row = first + (c / kSegments) * step;
+      const int k = c % kSegments;
+      if (row < p.rows)
+        bulk_prefetch_to_l2(static_cast<const Stream*>(p.stream) + static_cast<std::size_t>(row) * kH +
+                                kThreads * kVec * k + kSegment * part,
+                            kSegment * sizeof(Stream));
+    }
   __syncthreads();  // the barriers are initialised
   pdl_wait();
   pdl_launch_dependents();
-  const std::int64_t first = blockIdx.x / kCtas, step = gridDim.x / kCtas;
   const std::int64_t fixed = stages * step;  // rows fixed per CTA: stage i of CTA c starts with c + i step
   if (threadIdx.x < 32)
     for (int i = 0; i < stages; ++i) {

@@ -52,6 +52,12 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                : "memory");
 }
 
+// Asks L2 for [src, src + bytes) (16-byte aligned, bytes a multiple of 16): a hint, no data to
+// this CTA; safe before the PDL wait, as L2 is the device's point of coherence.
+__device__ __forceinline__ void bulk_prefetch_to_l2(const void* src, std::uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+
 // Copies 16 bytes at src (global, 16-byte aligned) into this CTA's shared memory at dst, cached in
 // L1 on the way (.ca: other CTAs on the SM that copy the same bytes find them there), without a
 // register: a per-thread copy, landed for this thread after copies_wait_all. For a thread's own
