@@ -121,6 +121,11 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     }
     return q;
   };
+  // Where run k of this CTA's slice of row `row` starts in a tensor of the row's layout: the
+  // row's columns kThreads kVec k + kSegment part on.
+  const auto run_at = [part](std::int64_t row, int k) {
+    return static_cast<std::size_t>(row) * kH + kThreads * kVec * k + kSegment * part;
+  };
   // Starts the copies of this CTA's slice of row `row` into stage `slot`; called by warp 0, whose
   // lanes issue one copy each: (R + 1) tensors of kSegments runs, up to 36 on a quad with 8
   // partials, which one thread issuing alone made the wait of every row sum.
@@ -134,10 +139,9 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
     }
 #pragma unroll 1
     for (int c = lane; c < (ranks + 1) * kSegments; c += 32) {
-      // Tensor r (r = R: the stream), run k: the row's columns kThreads kVec k + kSegment part
-      // on, at k kSegment in the tensor's part of the stage.
+      // Tensor r (r = R: the stream), run k (run_at), at k kSegment in the tensor's part of the stage.
       const int r = c / kSegments, k = c % kSegments;
-      const std::size_t at = static_cast<std::size_t>(row) * kH + kThreads * kVec * k + kSegment * part;
+      const std::size_t at = run_at(row, k);
       const int to = k * kSegment;
       if (r < ranks)
         bulk_copy_to_shared(st + (r * kSlice + to) * 2, partial(r) + at, kSegment * 2, &sh.branch_landed[slot]);
@@ -201,10 +205,8 @@ __device__ __forceinline__ void ring_rows(const AllReduceParams& a, const Interm
   if (threadIdx.x < 32)
     for (int c = static_cast<int>(threadIdx.x); c < stages * kSegments; c += 32) {
       const std::int64_t row = first + (c / kSegments) * step;
-      const int k = c % kSegments;
       if (row < p.rows)
-        bulk_prefetch_to_l2(static_cast<const Stream*>(p.stream) + static_cast<std::size_t>(row) * kH +
-                                kThreads * kVec * k + kSegment * part,
+        bulk_prefetch_to_l2(static_cast<const Stream*>(p.stream) + run_at(row, c % kSegments),
                             kSegment * sizeof(Stream));
     }
   __syncthreads();  // the barriers are initialised
