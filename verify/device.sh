@@ -5,10 +5,20 @@
 #   bash verify/device.sh
 # Each step's log is kept; a failing step does not stop the later ones, and the exit code is
 # the number of failed steps (0: everything passed). SKIP="name ..." leaves those steps out (the
-# device tool's calls are limited to 10 minutes: the 2^32 hardware checks need not rerun each time).
+# device tool's calls are limited to 10 minutes: the 2^32 hardware checks need not rerun each time);
+# ONLY="name ..." runs just those (configure and build always run: every step needs the build).
+# A name in SKIP or ONLY that is no step is refused before anything runs (exit 64), so that a typo
+# never leaves a step out unnoticed.
 # The benchmark's numbers land in $out/gpu_bench.json, torch.compile's in $out/torch_peer.json, and
 # both side by side in $out/bench_combined.json (the table is in the bench_combined log).
 set -uo pipefail
+steps=(configure build cpu_tests gpu_tests replay_gpu capture_fixtures interop nan_probe emulator_vs_hardware
+  emulator_bench gpu_bench torch_peer bench_combined gpu_bench_one_launch sass gate_post-ffn self_test_post-ffn
+  gate_post-attention self_test_post-attention external_torch external_torch_compile external_torch_gate)
+is_step() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+for name in ${SKIP:-} ${ONLY:-}; do
+  is_step "$name" || { echo "device.sh: '$name' (SKIP or ONLY) is not a step; the steps: ${steps[*]}" >&2; exit 64; }
+done
 out=${1:-${OUT:?set OUT or pass a log directory}}
 logs=$out/logs  # one log per step; packed into $out/logs.tar.gz at the end (the device tool returns few files)
 mkdir -p "$logs"
@@ -16,7 +26,11 @@ jobs=$(nproc)
 failed=0
 step() {  # step NAME COMMAND...: runs COMMAND, output to $out/NAME.log and the console
   local name=$1; shift
+  is_step "$name" || { echo "device.sh: step $name is missing from steps=(...)" >&2; exit 64; }
   case " ${SKIP:-} " in *" $name "*) echo "== $name: skipped (SKIP)"; return;; esac
+  if [ -n "${ONLY:-}" ] && [ "$name" != configure ] && [ "$name" != build ]; then
+    case " $ONLY " in *" $name "*) ;; *) echo "== $name: skipped (not in ONLY)"; return;; esac
+  fi
   echo "== $name: $*"
   local start=$SECONDS
   "$@" > "$logs/$name.log" 2>&1
