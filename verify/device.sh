@@ -6,7 +6,8 @@
 # Each step's log is kept; a failing step does not stop the later ones, and the exit code is
 # the number of failed steps (0: everything passed). SKIP="name ..." leaves those steps out (the
 # device tool's calls are limited to 10 minutes: the 2^32 hardware checks need not rerun each time);
-# ONLY="name ..." runs just those (configure and build always run: every step needs the build).
+# ONLY="name ..." runs just those (configure and build always run), and the build makes only the
+# programs they run (step_targets): a device call spent on the benchmark compiles no test.
 # A name in SKIP or ONLY that is no step is refused before anything runs (exit 64), so that a typo
 # never leaves a step out unnoticed.
 # The benchmark's numbers land in $out/gpu_bench.json, torch.compile's in $out/torch_peer.json, and
@@ -19,11 +20,36 @@ is_step() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; don
 for name in ${SKIP:-} ${ONLY:-}; do
   is_step "$name" || { echo "device.sh: '$name' (SKIP or ONLY) is not a step; the steps: ${steps[*]}" >&2; exit 64; }
 done
+# The build targets a step runs: nothing where it runs Python on earlier steps' files; "all" for
+# the tests (every program they build) and for any step not named here.
+step_targets() {
+  case $1 in
+    configure | torch_peer | bench_combined) ;;
+    replay_gpu | capture_fixtures | interop | gate_* | self_test_* | external_*) echo boundary-verify ;;
+    nan_probe | emulator_vs_hardware) echo "boundary_$1" ;;
+    emulator_bench) echo boundary_emulator_bench ;;
+    gpu_bench | gpu_bench_one_launch) echo boundary_gpu_bench ;;
+    sass) echo boundary_kernels ;;
+    *) echo all ;;
+  esac
+}
 out=${1:-${OUT:?set OUT or pass a log directory}}
 logs=$out/logs  # one log per step; packed into $out/logs.tar.gz at the end (the device tool returns few files)
 mkdir -p "$logs"
 jobs=$(nproc)
 failed=0
+# What build makes: everything, unless ONLY names no step that needs it; then each program the ONLY
+# steps run, or nothing at all.
+build=(cmake --build build-device -j "$jobs")
+if [ -n "${ONLY:-}" ]; then
+  declare -A wanted=()
+  for name in $ONLY; do for t in $(step_targets "$name"); do wanted[$t]=1; done; done
+  if [ ${#wanted[@]} -eq 0 ]; then
+    build=(echo "nothing to build: the steps in ONLY run no program")
+  elif [ -z "${wanted[all]:-}" ]; then
+    build+=(--target $(printf '%s\n' "${!wanted[@]}" | LC_ALL=C sort))
+  fi
+fi
 step() {  # step NAME COMMAND...: runs COMMAND, output to $out/NAME.log and the console
   local name=$1; shift
   is_step "$name" || { echo "device.sh: step $name is missing from steps=(...)" >&2; exit 64; }
@@ -48,7 +74,7 @@ cat "$logs/gpu.txt"
 
 # The Python package is CI's (Debian's pybind11 and numpy); this machine's Python is PyTorch's.
 step configure cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr -DBOUNDARY_PYTHON=OFF
-step build cmake --build build-device -j "$jobs"
+step build "${build[@]}"
 step cpu_tests ctest --test-dir build-device -L cpu --output-on-failure -j 8
 step gpu_tests ctest --test-dir build-device -L gpu --output-on-failure -V
 step replay_gpu build-device/verify/boundary-verify replay fixtures/boundary/*.safetensors --gpu --report "$logs/replay_report.json"
