@@ -38,8 +38,8 @@ logs=$out/logs  # one log per step; packed into $out/logs.tar.gz at the end (the
 mkdir -p "$logs"
 jobs=$(nproc)
 failed=0
-# What build makes: everything, unless ONLY names no step that needs it; then each program the ONLY
-# steps run, or nothing at all.
+# The build: everything, unless ONLY is set and none of its steps runs the tests; then only the
+# programs its steps run (nothing when they run none).
 build=(cmake --build build-device -j "$jobs")
 if [ -n "${ONLY:-}" ]; then
   declare -A wanted=()
